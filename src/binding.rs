@@ -1,0 +1,291 @@
+//! The napi surface: thin wrappers that move blocking work off the JS thread
+//! and turn [`Error`] into a JS error whose `code` is the stable code.
+//!
+//! Nothing here decides anything; the modules it wraps do.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use std::future::Future;
+
+use napi::bindgen_prelude::{Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
+use napi::{Env, Status};
+use napi_derive::napi;
+use parking_lot::Mutex;
+
+use crate::catalog::{Op, Reply};
+use crate::engine::{Engine, Worker};
+use crate::error::{Error, Result};
+use crate::evict::{LiveSet, Reason};
+use crate::sqlite::Durability;
+use crate::store::{Batch, Row};
+
+/// Builds the JS error for `e`: an `Error` whose `code` is the stable code.
+/// napi-rs would put its own status in `code`, so the object is made here.
+fn js_error(env: &Env, code: &str, message: &str) -> napi::Error {
+    let build = || -> napi::Result<napi::Error> {
+        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
+        obj.set_named_property("code", code)?;
+        Ok(napi::Error::from(obj.to_unknown()))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+fn to_js(env: &Env, e: &Error) -> napi::Error {
+    js_error(env, e.code(), &e.to_string())
+}
+
+/// A promise settled on the JS thread: `fut` runs on tokio, its error becomes
+/// a coded JS error, its value goes through `done`.
+fn promise<'env, T, V, F>(env: &'env Env, fut: F, done: impl FnOnce(T) -> V + 'static) -> napi::Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, out| match out {
+        Ok(v) => Ok(done(v)),
+        Err(e) => Err(to_js(env, &e)),
+    })
+}
+
+/// Runs blocking storage work on tokio's blocking pool, so that the fsyncs
+/// of different workers proceed in parallel and never on the JS thread.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(Error::Shared {
+            context: "storage task".into(),
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// Options of `NativeHost.open`, already validated by the JS layer.
+#[napi(object)]
+pub struct HostOptions {
+    pub durability: String,
+    pub max_live: u32,
+    pub evict_after_ms: f64,
+}
+
+/// Counters for `host.stats()`.
+#[napi(object)]
+pub struct NativeStats {
+    pub live: u32,
+    pub commits: f64,
+    pub syncs: f64,
+    pub catalog_commits: f64,
+    pub created: f64,
+    pub bytes_written: f64,
+}
+
+/// A worker's stored key/value page, as three parallel arrays.
+#[napi(object)]
+pub struct Loaded {
+    pub keys: Vec<String>,
+    pub tags: Vec<u32>,
+    pub values: Vec<Buffer>,
+}
+
+fn to_loaded(rows: Vec<Row>) -> Loaded {
+    let mut out = Loaded {
+        keys: Vec::with_capacity(rows.len()),
+        tags: Vec::with_capacity(rows.len()),
+        values: Vec::with_capacity(rows.len()),
+    };
+    for Row { key, tag, value } in rows {
+        out.keys.push(key);
+        out.tags.push(tag);
+        out.values.push(value.into());
+    }
+    out
+}
+
+/// An open durable directory.
+#[napi]
+pub struct NativeHost {
+    engine: Arc<Engine>,
+    live: Mutex<LiveSet>,
+}
+
+#[napi]
+impl NativeHost {
+    /// Takes ownership of `dir` (creating it), or fails with ERR_DURABLE_LOCKED.
+    #[napi(factory)]
+    pub fn open(env: &Env, dir: String, options: HostOptions) -> napi::Result<NativeHost> {
+        let durability = Durability::parse(&options.durability).ok_or_else(|| {
+            js_error(env, "ERR_INVALID_ARG_VALUE", &format!("unknown durability {:?}", options.durability))
+        })?;
+        let engine = Engine::open(&PathBuf::from(dir), durability).map_err(|e| to_js(env, &e))?;
+        let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
+        Ok(NativeHost {
+            engine: Arc::new(engine),
+            live: Mutex::new(LiveSet::new(options.max_live as usize, evict_after)),
+        })
+    }
+
+    /// A handle on one worker's storage. Does no I/O.
+    #[napi]
+    pub fn worker(&self, class_name: String, id: String) -> NativeWorker {
+        NativeWorker {
+            inner: Arc::new(Worker::new(self.engine.clone(), class_name, id)),
+        }
+    }
+
+    /// Work arrived for the worker in `slot`. Returns null, or the workers to
+    /// close now as flat pairs `[slot, reason, …]` (reason 0 idle, 1 evicted).
+    #[napi]
+    pub fn begin(&self, slot: u32) -> Option<Vec<u32>> {
+        let victims = self.live.lock().begin(slot, Instant::now());
+        if victims.is_empty() {
+            return None;
+        }
+        Some(
+            victims
+                .into_iter()
+                .flat_map(|(s, r)| [s, u32::from(r == Reason::Evicted)])
+                .collect(),
+        )
+    }
+
+    /// Work for the worker in `slot` is done.
+    #[napi]
+    pub fn end(&self, slot: u32) {
+        self.live.lock().end(slot, Instant::now());
+    }
+
+    /// The worker in `slot` closed for a reason of the caller's own.
+    #[napi]
+    pub fn forget(&self, slot: u32) {
+        self.live.lock().remove(slot);
+    }
+
+    /// One page of a class's ids from the catalog.
+    #[napi]
+    pub fn ids<'env>(
+        &self,
+        env: &'env Env,
+        class_name: String,
+        prefix: String,
+        after: Option<String>,
+        limit: u32,
+    ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+        let engine = self.engine.clone();
+        let op = Op::List {
+            class: class_name,
+            prefix,
+            after,
+            limit,
+        };
+        promise(env, async move { engine.catalog(op).await }, |reply| match reply {
+            Reply::Ids(ids) => ids,
+            _ => Vec::new(),
+        })
+    }
+
+    #[napi]
+    pub fn stats(&self) -> NativeStats {
+        let c = &self.engine.counters;
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed) as f64;
+        NativeStats {
+            live: self.live.lock().live() as u32,
+            commits: n(&c.commits),
+            syncs: n(&c.syncs),
+            catalog_commits: self.engine.catalog_commits() as f64,
+            created: n(&c.created),
+            bytes_written: n(&c.bytes_written),
+        }
+    }
+
+    /// Releases the directory. The JS layer closes every worker first.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let engine = self.engine.clone();
+        let fut = blocking(move || {
+            engine.close();
+            Ok(())
+        });
+        promise(env, fut, |()| ())
+    }
+}
+
+/// One worker's storage handle.
+#[napi]
+pub struct NativeWorker {
+    inner: Arc<Worker>,
+}
+
+#[napi]
+impl NativeWorker {
+    /// Opens the worker's file if it has one; its whole key/value page.
+    #[napi]
+    pub fn load<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Loaded>> {
+        let w = self.inner.clone();
+        promise(env, blocking(move || w.load()), to_loaded)
+    }
+
+    /// Commits sets and deletes as one transaction; resolves after the commit.
+    /// A worker's first write registers it in the catalog, then creates its file.
+    #[napi]
+    pub fn write<'env>(
+        &self,
+        env: &'env Env,
+        keys: Vec<String>,
+        tags: Vec<u32>,
+        values: Vec<Buffer>,
+        deletes: Vec<String>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        if keys.len() != tags.len() || keys.len() != values.len() {
+            return Err(js_error(env, "ERR_INVALID_ARG_VALUE", "keys, tags and values differ in length"));
+        }
+        let sets = keys
+            .into_iter()
+            .zip(tags)
+            .zip(values.iter())
+            .map(|((key, tag), value)| Row {
+                key,
+                tag,
+                value: value.to_vec(),
+            })
+            .collect();
+        let batch = Batch { sets, deletes };
+        let w = self.inner.clone();
+        let fut = async move {
+            if w.needs_file() {
+                // The catalog first: a crash in between leaves a listed worker
+                // with no file (it reads as empty), never a file nobody lists.
+                w.engine().catalog(w.register_op()).await?;
+            }
+            blocking(move || w.write(&batch)).await
+        };
+        promise(env, fut, |()| ())
+    }
+
+    /// Closes the file; the handle is finished.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let w = self.inner.clone();
+        promise(env, blocking(move || w.close()), |()| ())
+    }
+
+    /// Closes and removes the file and the catalog entry; true if either existed.
+    #[napi]
+    pub fn destroy<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        let w = self.inner.clone();
+        let fut = async move {
+            let w2 = w.clone();
+            let had_file = blocking(move || w2.remove_file()).await?;
+            let had_row = matches!(w.engine().catalog(w.remove_op()).await?, Reply::Removed(true));
+            Ok(had_file || had_row)
+        };
+        promise(env, fut, |existed| existed)
+    }
+
+    /// The worker's file path (for messages and tests).
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.inner.path().display().to_string()
+    }
+}

@@ -1,0 +1,302 @@
+//! The catalog: `_registry.db`, what exists in a directory.
+//!
+//! Guarantee: an operation is answered only after the transaction carrying it
+//! has committed. Mechanism: the catalog connection belongs to one thread, and
+//! every statement reaches it through one queue; whatever is queued when the
+//! thread comes free runs as one transaction, and each caller is answered after
+//! that commit. Twelve workers created at once therefore cost one sync, not
+//! twelve — on a disk where a commit is a sync, that is the difference between
+//! the process being capped at the disk's sync rate and not.
+//!
+//! NOTE: it is tempting to give each caller its own connection or to let a
+//! reader skip the queue. Don't: one connection used by two threads at once is
+//! what this queue exists to prevent, and the catalog's lock is the directory's.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use rusqlite::{params, Connection};
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+use crate::layout::REGISTRY_FILE;
+use crate::sqlite::{self, Durability};
+
+const CATALOG_CACHE_KIB: i64 = 2048;
+
+/// One catalog statement.
+#[derive(Debug)]
+pub enum Op {
+    /// Record that a worker exists (idempotent).
+    Register { class: String, id: String },
+    /// Forget a worker; answers whether it was known.
+    Remove { class: String, id: String },
+    /// Ids of a class in sorted order, after `after`, starting with `prefix`.
+    List {
+        class: String,
+        prefix: String,
+        after: Option<String>,
+        limit: u32,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    Done,
+    Removed(bool),
+    Ids(Vec<String>),
+}
+
+struct Job {
+    op: Op,
+    reply: oneshot::Sender<Result<Reply>>,
+}
+
+/// Handle to the catalog thread.
+pub struct Catalog {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    commits: Arc<AtomicU64>,
+}
+
+impl Catalog {
+    /// Opens (or creates) the catalog and takes the directory's lock; a second
+    /// owner gets [`Error::Locked`] at once.
+    pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
+        let path = dir.join(REGISTRY_FILE);
+        let conn = sqlite::open(&path, true).map_err(|e| relabel_lock(e, dir))?;
+        sqlite::configure(&conn, &path, durability, CATALOG_CACHE_KIB).map_err(|e| relabel_lock(e, dir))?;
+        // The first write transaction takes the exclusive lock, and exclusive
+        // locking mode keeps it until the connection closes or the process dies.
+        conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS workers(
+               class TEXT NOT NULL,
+               id TEXT NOT NULL,
+               created_at INTEGER NOT NULL,
+               PRIMARY KEY (class, id)
+             ) WITHOUT ROWID;
+             COMMIT;",
+        )
+        .map_err(|e| relabel_lock(sqlite::classify_lock(e, &path), dir))?;
+
+        let (tx, rx) = mpsc::channel::<Job>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counter = commits.clone();
+        let thread = std::thread::Builder::new()
+            .name("durable-catalog".into())
+            .spawn(move || serve(conn, path, rx, counter))
+            .map_err(|e| Error::io("start the catalog thread", e))?;
+        Ok(Catalog {
+            queue: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+            commits,
+        })
+    }
+
+    /// Queues `op` and waits for the commit that carries it.
+    pub async fn call(&self, op: Op) -> Result<Reply> {
+        let (reply, answer) = oneshot::channel();
+        {
+            let queue = self.queue.lock();
+            let sender = queue.as_ref().ok_or(Error::Closed)?;
+            sender.send(Job { op, reply }).map_err(|_| Error::Closed)?;
+        }
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Catalog transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Lets the queue drain, then closes the connection (releasing the lock).
+    /// Blocks until the thread has ended.
+    pub fn close(&self) {
+        drop(self.queue.lock().take());
+        if let Some(t) = self.thread.lock().take() {
+            // A panic on the catalog thread has already answered its callers
+            // with Closed (their reply senders were dropped).
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn relabel_lock(e: Error, dir: &Path) -> Error {
+    match e {
+        Error::Locked { .. } => Error::Locked {
+            dir: dir.to_path_buf(),
+        },
+        other => other,
+    }
+}
+
+fn serve(conn: Connection, path: PathBuf, rx: mpsc::Receiver<Job>, commits: Arc<AtomicU64>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            jobs.push(more);
+        }
+        run_batch(&conn, &path, jobs, &commits);
+    }
+    // Closing checkpoints the WAL; a failure here loses nothing committed.
+    let _ = conn.close();
+}
+
+/// Runs every queued job in one transaction and answers each after the commit.
+fn run_batch(conn: &Connection, path: &Path, jobs: Vec<Job>, commits: &AtomicU64) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        fail_all(jobs, "begin a catalog transaction", &e);
+        return;
+    }
+    let results: Vec<rusqlite::Result<Reply>> = jobs.iter().map(|j| apply(conn, &j.op)).collect();
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => {
+            commits.fetch_add(1, Ordering::Relaxed);
+            for (job, result) in jobs.into_iter().zip(results) {
+                let _ = job
+                    .reply
+                    .send(result.map_err(|e| Error::sqlite("catalog", path, e)));
+            }
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            fail_all(jobs, "commit the catalog", &e);
+        }
+    }
+}
+
+/// Answers every job of a batch that could not commit with the same failure.
+fn fail_all(jobs: Vec<Job>, context: &str, e: &rusqlite::Error) {
+    for job in jobs {
+        let _ = job.reply.send(Err(Error::Shared {
+            context: context.into(),
+            detail: e.to_string(),
+        }));
+    }
+}
+
+fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
+    match op {
+        Op::Register { class, id } => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            conn.prepare_cached("INSERT OR IGNORE INTO workers(class, id, created_at) VALUES (?1, ?2, ?3)")?
+                .execute(params![class, id, now])?;
+            Ok(Reply::Done)
+        }
+        Op::Remove { class, id } => {
+            let n = conn
+                .prepare_cached("DELETE FROM workers WHERE class = ?1 AND id = ?2")?
+                .execute(params![class, id])?;
+            Ok(Reply::Removed(n > 0))
+        }
+        Op::List {
+            class,
+            prefix,
+            after,
+            limit,
+        } => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM workers
+                 WHERE class = ?1 AND id >= ?2 AND (?3 IS NULL OR id > ?3)
+                   AND substr(id, 1, length(?2)) = ?2
+                 ORDER BY id LIMIT ?4",
+            )?;
+            let ids = stmt
+                .query_map(params![class, prefix, after, limit], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(Reply::Ids(ids))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(rt) => rt,
+            Err(e) => panic!("runtime: {e}"),
+        }
+    }
+
+    #[test]
+    fn operations_queued_together_commit_together() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let cat = Arc::new(Catalog::open(tmp.path(), Durability::Full)?);
+        let before = cat.commits();
+        rt().block_on(async {
+            let mut calls = Vec::new();
+            for i in 0..50 {
+                let cat = cat.clone();
+                calls.push(async move {
+                    cat.call(Op::Register {
+                        class: "C".into(),
+                        id: format!("w{i:02}"),
+                    })
+                    .await
+                });
+            }
+            for r in futures_join(calls).await {
+                r?;
+            }
+            let listed = cat
+                .call(Op::List {
+                    class: "C".into(),
+                    prefix: "w1".into(),
+                    after: Some("w12".into()),
+                    limit: 3,
+                })
+                .await?;
+            assert_eq!(listed, Reply::Ids(vec!["w13".into(), "w14".into(), "w15".into()]));
+            Ok::<(), Error>(())
+        })?;
+        // Sequentially awaited these would be 51 commits.
+        assert!(cat.commits() - before < 51);
+        Ok(())
+    }
+
+    #[test]
+    fn a_second_owner_is_refused_with_locked() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let first = Catalog::open(tmp.path(), Durability::Full)?;
+        match Catalog::open(tmp.path(), Durability::Full) {
+            Err(Error::Locked { dir }) => assert_eq!(dir, tmp.path()),
+            Err(e) => panic!("expected Locked, got {e}"),
+            Ok(_) => panic!("expected Locked, got a second owner"),
+        }
+        first.close();
+        Catalog::open(tmp.path(), Durability::Full).map(|_| ())
+    }
+
+    /// Joins futures by spawning them on the current-thread runtime.
+    async fn futures_join<F, T>(fs: Vec<F>) -> Vec<T>
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let handles: Vec<_> = fs.into_iter().map(tokio::spawn).collect();
+        let mut out = Vec::new();
+        for h in handles {
+            match h.await {
+                Ok(v) => out.push(v),
+                Err(e) => panic!("join: {e}"),
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,29 @@
+#![deny(clippy::all)]
+//! The storage core of durable-workers.
+//!
+//! What a JS caller can rely on: when a write this crate was handed resolves,
+//! its batch is committed (and synced, under full durability); a directory has
+//! one owner, and the operating system's lock on its catalog is that ownership;
+//! a worker's file holds its id and is refused under any other.
+//!
+//! How: every worker is its own SQLite file (WAL, exclusive locking), written
+//! one batch per transaction on tokio's blocking pool; the catalog of what
+//! exists is one connection on one thread, fed by a queue whose waiting
+//! statements commit together; the live set decides which open workers to close
+//! when work arrives, with no timer of its own.
+//!
+//! What it costs: one sync per worker commit (shared by every call a commit
+//! carries), one sync per catalog batch, and per open worker a file handle and
+//! a small page cache.
+//!
+//! Layout: [`layout`] paths, [`store`] a worker file, [`catalog`] the registry,
+//! [`evict`] the live set, [`engine`] a directory, [`binding`] the napi surface.
+
+pub mod binding;
+pub mod catalog;
+pub mod engine;
+pub mod error;
+pub mod evict;
+pub mod layout;
+pub mod sqlite;
+pub mod store;

@@ -1,0 +1,350 @@
+//! One worker's database file.
+//!
+//! Guarantee: a batch handed to [`WorkerFile::write`] is one SQLite transaction:
+//! after a crash it is wholly there or wholly absent, and when `write` returns it
+//! is on disk (synced, under `Durability::Full`).
+//!
+//! Schema (`user_version` 1):
+//!
+//! ```text
+//! meta(k TEXT PRIMARY KEY, v)          'id', 'class', 'format'
+//! kv(key TEXT PRIMARY KEY, tag INTEGER, value BLOB) WITHOUT ROWID
+//! ```
+//!
+//! `tag` names the codec of `value`. The core never decodes values: JS owns the
+//! codec and refuses a tag it does not know, so a newer build's data is never
+//! misread by an older one.
+//!
+//! A worker that has only been read has no file. The file is created by its
+//! first write, schema and data in one transaction.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+use crate::layout;
+use crate::sqlite::{self, Durability};
+
+const SCHEMA_VERSION: i64 = 1;
+/// Page cache per worker. Its state is resident in JS, so SQLite only needs
+/// the pages one commit touches.
+const WORKER_CACHE_KIB: i64 = 32;
+
+/// One stored value, as it crosses to JS on load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub key: String,
+    pub tag: u32,
+    pub value: Vec<u8>,
+}
+
+/// A write batch: the final value of every key the batch sets, and the keys it deletes.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub sets: Vec<Row>,
+    pub deletes: Vec<String>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty() && self.deletes.is_empty()
+    }
+}
+
+/// An open worker database.
+pub struct WorkerFile {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl WorkerFile {
+    /// Opens an existing worker file and reads its whole key/value page.
+    /// `Ok(None)` when the worker has no file yet (or only an empty one left by
+    /// a crash before its first commit, which is removed).
+    pub fn open(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Option<(Self, Vec<Row>)>> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = sqlite::open(path, false)?;
+        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let has_meta: bool = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='meta'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| Error::sqlite("read schema", path, e))?;
+        if !has_meta {
+            let tables: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+                .map_err(|e| Error::sqlite("read schema", path, e))?;
+            if tables == 0 {
+                // Created, never committed: the worker does not exist yet.
+                drop(conn);
+                remove_files(path)?;
+                return Ok(None);
+            }
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                detail: "it has tables but no worker metadata".into(),
+            });
+        }
+        let file = WorkerFile {
+            conn,
+            path: path.to_path_buf(),
+        };
+        file.check_owner(class, id)?;
+        let rows = file.load()?;
+        Ok(Some((file, rows)))
+    }
+
+    /// Creates the file for a worker that has none, with `batch` as its first
+    /// commit. Parent directories created here are synced so the new file's
+    /// name survives a power loss too.
+    pub fn create(path: &Path, class: &str, id: &str, durability: Durability, batch: &Batch) -> Result<Self> {
+        if let Some(parent) = path.parent() {
+            create_dirs_synced(parent)?;
+        }
+        let conn = sqlite::open(path, true)?;
+        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let file = WorkerFile {
+            conn,
+            path: path.to_path_buf(),
+        };
+        file.in_transaction("create worker", |c| {
+            c.execute_batch(
+                "CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+                 CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;",
+            )?;
+            c.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            c.execute(
+                "INSERT INTO meta(k, v) VALUES ('id', ?1), ('class', ?2), ('format', ?3)",
+                params![id, class, SCHEMA_VERSION],
+            )?;
+            apply(c, batch)
+        })?;
+        Ok(file)
+    }
+
+    /// Commits one batch as one transaction.
+    pub fn write(&self, batch: &Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.in_transaction("write", |c| apply(c, batch))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the connection (SQLite checkpoints the WAL into the file).
+    pub fn close(self) -> Result<()> {
+        let path = self.path;
+        self.conn
+            .close()
+            .map_err(|(_, e)| Error::sqlite("close", &path, e))
+    }
+
+    fn check_owner(&self, class: &str, id: &str) -> Result<()> {
+        let stored: Option<String> = self
+            .conn
+            .query_row("SELECT v FROM meta WHERE k='id'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| Error::sqlite("read id", &self.path, e))?;
+        match stored {
+            Some(s) if s == id => Ok(()),
+            Some(s) => Err(Error::Corrupt {
+                path: self.path.clone(),
+                detail: format!(
+                    "it holds worker {class}:{} and was opened as {class}:{}",
+                    abbreviate(&s),
+                    abbreviate(id)
+                ),
+            }),
+            None => Err(Error::Corrupt {
+                path: self.path.clone(),
+                detail: "it has no stored id".into(),
+            }),
+        }
+    }
+
+    fn load(&self) -> Result<Vec<Row>> {
+        let ctx = |e| Error::sqlite("load", &self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, tag, value FROM kv ORDER BY key")
+            .map_err(ctx)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Row {
+                    key: r.get(0)?,
+                    tag: r.get(1)?,
+                    value: r.get(2)?,
+                })
+            })
+            .map_err(ctx)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(ctx)
+    }
+
+    fn in_transaction(
+        &self,
+        what: &str,
+        body: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    ) -> Result<()> {
+        let c = &self.conn;
+        c.execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| Error::sqlite(what, &self.path, e))?;
+        match body(c).and_then(|()| c.execute_batch("COMMIT")) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // The transaction may already be gone (a failed COMMIT rolls back
+                // by itself); a failing ROLLBACK adds nothing to the first error.
+                let _ = c.execute_batch("ROLLBACK");
+                Err(Error::sqlite(what, &self.path, e))
+            }
+        }
+    }
+}
+
+fn apply(c: &Connection, batch: &Batch) -> rusqlite::Result<()> {
+    if !batch.sets.is_empty() {
+        let mut up = c.prepare_cached(
+            "INSERT INTO kv(key, tag, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT(key) DO UPDATE SET tag = excluded.tag, value = excluded.value",
+        )?;
+        for row in &batch.sets {
+            up.execute(params![row.key, row.tag, row.value])?;
+        }
+    }
+    if !batch.deletes.is_empty() {
+        let mut del = c.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
+        for key in &batch.deletes {
+            del.execute(params![key])?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a worker's file and its sidecars; true if the file existed.
+pub fn remove_files(path: &Path) -> Result<bool> {
+    let existed = match fs::remove_file(path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(format!("remove {}", path.display()), e)),
+    };
+    for side in layout::sidecars(path) {
+        match fs::remove_file(&side) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("remove {}", side.display()), e)),
+        }
+    }
+    Ok(existed)
+}
+
+/// `create_dir_all`, then an fsync of each directory that gained an entry, so a
+/// new worker's path is as durable as its first commit.
+pub fn create_dirs_synced(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.is_dir() {
+            break;
+        }
+        missing.push(d);
+        cur = d.parent();
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent() {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = fs::File::open(dir).map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
+    f.sync_all()
+        .map_err(|e| Error::io(format!("sync {}", dir.display()), e))
+}
+
+fn abbreviate(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(77).collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, v: &[u8]) -> Row {
+        Row {
+            key: key.into(),
+            tag: 1,
+            value: v.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_worker_without_a_file_opens_as_none_and_its_first_write_creates_it() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "a/b");
+        assert!(WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.is_none());
+        let batch = Batch {
+            sets: vec![row("x", b"1"), row("y", b"2")],
+            deletes: vec![],
+        };
+        WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?.close()?;
+        let (f, rows) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?
+            .ok_or(Error::Closed)?;
+        assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
+        f.write(&Batch {
+            sets: vec![row("x", b"3")],
+            deletes: vec!["y".into()],
+        })?;
+        f.close()?;
+        let (_, rows) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?
+            .ok_or(Error::Closed)?;
+        assert_eq!(rows, vec![row("x", b"3")]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_holding_another_id_is_corrupt() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let a = layout::worker_path(tmp.path(), "Cart", "a");
+        let b = layout::worker_path(tmp.path(), "Cart", "b");
+        WorkerFile::create(&a, "Cart", "a", Durability::Full, &Batch::default())?.close()?;
+        create_dirs_synced(b.parent().ok_or(Error::Closed)?)?;
+        fs::copy(&a, &b).map_err(|e| Error::io("copy", e))?;
+        match WorkerFile::open(&b, "Cart", "b", Durability::Full) {
+            Err(Error::Corrupt { .. }) => Ok(()),
+            other => panic!("expected Corrupt, got {:?}", other.map(|o| o.is_some())),
+        }
+    }
+
+    #[test]
+    fn random_bytes_are_corrupt() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let a = layout::worker_path(tmp.path(), "Cart", "a");
+        create_dirs_synced(a.parent().ok_or(Error::Closed)?)?;
+        fs::write(&a, vec![7u8; 8192]).map_err(|e| Error::io("write", e))?;
+        assert!(matches!(
+            WorkerFile::open(&a, "Cart", "a", Durability::Full),
+            Err(Error::Corrupt { .. })
+        ));
+        Ok(())
+    }
+}
