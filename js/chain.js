@@ -1,0 +1,117 @@
+'use strict';
+// Who is waiting on whom.
+//
+// A mailbox runs one entry at a time, so a worker that calls back into a
+// worker that is calling it would wait for ever. Two nets catch that:
+//
+// - The call chain. Every call runs inside a frame (AsyncLocalStorage, which
+//   follows awaits and timers) listing the workers it came through. A call to a
+//   worker already in the chain is refused, naming the chain.
+// - The wait-for graph. A chain only sees one request: A calling B for one
+//   request while B calls A for another is in no single chain, yet the
+//   mailboxes wait on each other. So the host keeps an edge A → B while a call
+//   made from A waits on B, and refuses the call that would close a cycle
+//   before it waits. The one false alarm: a call a method starts and does not
+//   await still counts as its worker waiting.
+//
+// A timeout was the alternative, and it turns a certain deadlock into an
+// occasional slow failure.
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { DurableError, codes } = require('./errors');
+
+/**
+ * @typedef {object} Frame
+ * @property {string} key the worker this code runs in
+ * @property {string[]} chain labels of the workers the call came through, this one last
+ * @property {string[]} keys their keys, same order
+ * @property {object} worker the live worker (for its gate)
+ */
+
+const frames = new AsyncLocalStorage();
+
+/** @returns {Frame | undefined} the frame of the worker code running now */
+function current() {
+  return frames.getStore();
+}
+
+/** Runs `fn` as code of the worker described by `frame`. */
+function runIn(frame, fn) {
+  return frames.run(frame, fn);
+}
+
+/** Builds the frame for a call into `key`, made from `caller` (or from outside). */
+function frameFor(caller, key, who, worker) {
+  if (caller === undefined) return { key, chain: [who], keys: [key], worker };
+  return { key, chain: [...caller.chain, who], keys: [...caller.keys, key], worker };
+}
+
+class WaitGraph {
+  /** @type {Map<string, Map<string, number>>} caller → callee → calls waiting */
+  #edges = new Map();
+  /** @type {Map<string, string>} key → label, for messages */
+  #labels = new Map();
+
+  /**
+   * Refuses a call from `caller` into `key` that would wait on itself;
+   * otherwise records the wait and returns the function that ends it.
+   * @param {Frame | undefined} caller
+   * @param {string} key
+   * @param {string} who
+   * @returns {null | (() => void)}
+   */
+  enter(caller, key, who) {
+    if (caller === undefined) return null;
+    const i = caller.keys.indexOf(key);
+    if (i !== -1) {
+      throw new DurableError(
+        codes.CYCLE,
+        `a call to ${who} would wait on itself: ${[...caller.chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`,
+      );
+    }
+    const path = this.#path(key, caller.key);
+    if (path !== null) {
+      const names = [caller.chain[caller.chain.length - 1], ...path.map((k) => this.#labels.get(k) ?? k)];
+      throw new DurableError(
+        codes.CYCLE,
+        `a call to ${who} would close a cycle of waiting workers: ${names.join(' → ')} (another request holds part of it)`,
+      );
+    }
+    this.#labels.set(caller.key, caller.chain[caller.chain.length - 1]);
+    this.#labels.set(key, who);
+    let out = this.#edges.get(caller.key);
+    if (out === undefined) this.#edges.set(caller.key, (out = new Map()));
+    out.set(key, (out.get(key) ?? 0) + 1);
+    const from = caller.key;
+    return () => {
+      const m = this.#edges.get(from);
+      if (m === undefined) return;
+      const n = (m.get(key) ?? 1) - 1;
+      if (n > 0) m.set(key, n);
+      else m.delete(key);
+      if (m.size === 0) this.#edges.delete(from);
+    };
+  }
+
+  /** A path of waits from `from` to `to` (as the keys after `from`), or null. */
+  #path(from, to) {
+    if (!this.#edges.has(from)) return null;
+    const prev = new Map([[from, null]]);
+    const queue = [from];
+    for (let i = 0; i < queue.length; i++) {
+      const k = queue[i];
+      for (const next of this.#edges.get(k)?.keys() ?? []) {
+        if (prev.has(next)) continue;
+        prev.set(next, k);
+        if (next === to) {
+          const path = [];
+          for (let at = next; at !== null; at = prev.get(at)) path.unshift(at);
+          return path;
+        }
+        queue.push(next);
+      }
+    }
+    return null;
+  }
+}
+
+module.exports = { current, runIn, frameFor, WaitGraph };

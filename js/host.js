@@ -1,0 +1,351 @@
+'use strict';
+// The host: one open durable directory, the workers in it, and the calls to them.
+const { EventEmitter } = require('node:events');
+const { Buffer } = require('node:buffer');
+const { NativeHost } = require('./native');
+const { DurableError, codes, label, fromNative } = require('./errors');
+const { DurableWorker, callableMethods } = require('./worker');
+const { LiveWorker } = require('./live');
+const { makeStub } = require('./stub');
+const { current, frameFor, WaitGraph } = require('./chain');
+const { clone, isPrimitive } = require('./codec');
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_ID = 2048;
+const IDS_PAGE = 256;
+
+class Host extends EventEmitter {
+  #native;
+  #options;
+  #closed = false;
+  #closing = null;
+  /** @type {Map<Function, { Class: Function, name: string, methods: Set<string> }>} */
+  #bindings = new Map();
+  /** @type {Map<string, Function>} name → class, to refuse two classes of one name */
+  #names = new Map();
+  /** @type {Map<string, LiveWorker | { closed: Promise<unknown> }>} */
+  #live = new Map();
+  /** @type {Map<number, LiveWorker>} */
+  #slots = new Map();
+  #nextSlot = 1;
+  #graph = new WaitGraph();
+  #counts = { materialized: 0, evicted: 0, calls: 0, refused: 0 };
+  /** The face LiveWorker sees. */
+  #inner;
+
+  /** @internal use open() */
+  constructor(native, options) {
+    super();
+    this.#native = native;
+    this.#options = options;
+    const host = this;
+    this.#inner = {
+      native,
+      mailboxLimit: options.mailbox,
+      busy: (w) => host.#busy(w),
+      idle: (w) => host.#idle(w),
+      failed: (w) => host.#retire(w, null),
+      ctxFor: (w) => new WorkerContext(host, w),
+    };
+  }
+
+  /** The directory this host owns. */
+  get dir() {
+    return this.#options.dir;
+  }
+
+  /**
+   * A stub for the worker `id` of `Class`. Does no I/O: the worker is
+   * materialized by its first call.
+   * @param {Function} Class a subclass of DurableWorker
+   * @param {string} id
+   */
+  get(Class, id) {
+    const binding = this.#bind(Class);
+    checkId(binding.name, id);
+    const who = label(binding.name, id);
+    return makeStub((method, args) => this.#call(binding, id, who, method, args), who);
+  }
+
+  /**
+   * Closes the worker and removes its file and catalog entry. No stop() runs.
+   * @returns {Promise<boolean>} false if it never existed
+   */
+  async delete(Class, id) {
+    this.#checkOpen();
+    const binding = this.#bind(Class);
+    checkId(binding.name, id);
+    const key = keyOf(binding.name, id);
+    for (;;) {
+      const w = this.#live.get(key);
+      if (w === undefined) break;
+      if (w instanceof LiveWorker && w.status !== 'closing' && w.status !== 'failed' && w.closed === null) {
+        const existed = w.close(null, { destroy: true });
+        existed.then(
+          () => this.#drop(w),
+          () => this.#drop(w),
+        );
+        return existed;
+      }
+      await w.closed.catch(() => {});
+    }
+    const native = this.#native.worker(binding.name, id);
+    const tomb = { closed: native.destroy() };
+    this.#live.set(key, tomb);
+    try {
+      return await tomb.closed;
+    } catch (err) {
+      throw fromNative(err, label(binding.name, id));
+    } finally {
+      if (this.#live.get(key) === tomb) this.#live.delete(key);
+    }
+  }
+
+  /**
+   * The ids of `Class` that exist, from the catalog, in sorted order.
+   * @param {Function} Class
+   * @param {{ prefix?: string, limit?: number }} [options]
+   * @returns {AsyncIterable<string>}
+   */
+  async *ids(Class, { prefix = '', limit = Infinity } = {}) {
+    this.#checkOpen();
+    const binding = this.#bind(Class);
+    if (typeof prefix !== 'string') throw new TypeError('ids(): prefix must be a string');
+    if (!(limit >= 0)) throw new RangeError('ids(): limit must be a number ≥ 0');
+    let after = null;
+    let left = limit;
+    while (left > 0) {
+      const page = await this.#native
+        .ids(binding.name, prefix, after, Math.min(IDS_PAGE, left))
+        .catch((err) => Promise.reject(fromNative(err, `class ${binding.name}`)));
+      for (const id of page) yield id;
+      if (page.length < Math.min(IDS_PAGE, left)) return;
+      left -= page.length;
+      after = page[page.length - 1];
+    }
+  }
+
+  /** Counters: what is open, what durability has cost. */
+  stats() {
+    const n = this.#native.stats();
+    return {
+      live: this.#slots.size,
+      materialized: this.#counts.materialized,
+      evicted: this.#counts.evicted,
+      calls: this.#counts.calls,
+      refused: this.#counts.refused,
+      commits: n.commits,
+      syncs: n.syncs,
+      catalogCommits: n.catalogCommits,
+      created: n.created,
+      bytesWritten: n.bytesWritten,
+    };
+  }
+
+  /**
+   * Lets queued calls finish, runs stop('close') on every live worker, commits
+   * and releases the directory. Later calls reject with ERR_DURABLE_CLOSED.
+   */
+  close() {
+    if (this.#closing !== null) return this.#closing;
+    this.#closed = true;
+    this.#closing = (async () => {
+      const waits = [];
+      for (const w of this.#live.values()) {
+        if (w instanceof LiveWorker) waits.push(this.#retire(w, 'close'));
+        else waits.push(w.closed.catch(() => {}));
+      }
+      await Promise.all(waits);
+      await this.#native.close();
+    })();
+    return this.#closing;
+  }
+
+  // --- calls -------------------------------------------------------------
+
+  #call(binding, id, who, method, args) {
+    if (this.#closed) return Promise.reject(closedError(who));
+    const caller = current();
+    const key = keyOf(binding.name, id);
+    let release;
+    try {
+      if (!binding.methods.has(method)) throw methodError(binding, who, method);
+      args = cloneArgs(args, who, method);
+      release = this.#graph.enter(caller, key, who);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.#counts.calls++;
+    const frame = frameFor(caller, key, who, null);
+    let p;
+    // A call leaving a worker is output: it waits for that worker's writes so far.
+    const gate = caller === undefined ? null : caller.worker.state.flush();
+    if (gate === null) p = this.#deliver(key, binding, id, method, args, frame);
+    else p = gate.then(() => this.#deliver(key, binding, id, method, args, frame));
+    if (release !== null) p.then(release, release);
+    return p;
+  }
+
+  #deliver(key, binding, id, method, args, frame) {
+    return new Promise((resolve, reject) => {
+      const attempt = () => {
+        if (this.#closed) return reject(closedError(label(binding.name, id)));
+        let w = this.#live.get(key);
+        if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
+          // Closing, failed or being deleted: wait, then start a fresh instance.
+          w.closed.then(attempt, attempt);
+          return;
+        }
+        if (w === undefined) w = this.#materialize(key, binding, id);
+        if (!w.call(method, args, frame, resolve, reject)) {
+          this.#counts.refused++;
+          reject(
+            new DurableError(
+              codes.BUSY,
+              `${w.who}: the mailbox is full (${this.#options.mailbox} calls waiting); the worker is not keeping up with its callers`,
+            ),
+          );
+        }
+      };
+      attempt();
+    });
+  }
+
+  #materialize(key, binding, id) {
+    const slot = this.#nextSlot++;
+    const w = new LiveWorker(this.#inner, binding, id, key, slot);
+    this.#live.set(key, w);
+    this.#slots.set(slot, w);
+    this.#counts.materialized++;
+    return w;
+  }
+
+  // --- eviction ----------------------------------------------------------
+
+  /** Work arrived: the live set may name workers to close. */
+  #busy(w) {
+    if (w.closed !== null || this.#closed) return;
+    const victims = this.#native.begin(w.slot);
+    if (victims === null) return;
+    for (let i = 0; i < victims.length; i += 2) {
+      const v = this.#slots.get(victims[i]);
+      if (v === undefined || v.closed !== null) continue;
+      const reason = victims[i + 1] === 1 ? 'evicted' : 'idle';
+      this.#retire(v, reason).then(() => {
+        this.#counts.evicted++;
+        this.emit('evicted', { class: v.binding.name, id: v.id, reason });
+      });
+    }
+  }
+
+  #idle(w) {
+    if (w.closed === null) this.#native.end(w.slot);
+  }
+
+  /** Closes a worker behind its queue and forgets it. Never rejects. */
+  #retire(w, reason) {
+    const closed = w.close(reason);
+    return closed.then(
+      () => this.#drop(w),
+      () => this.#drop(w),
+    );
+  }
+
+  #drop(w) {
+    if (this.#live.get(w.key) === w) this.#live.delete(w.key);
+    if (this.#slots.get(w.slot) === w) {
+      this.#slots.delete(w.slot);
+      this.#native.forget(w.slot);
+    }
+  }
+
+  // --- classes -----------------------------------------------------------
+
+  #bind(Class) {
+    let b = this.#bindings.get(Class);
+    if (b !== undefined) return b;
+    if (typeof Class !== 'function' || !(Class.prototype instanceof DurableWorker)) {
+      throw new DurableError(codes.NAME, `${describe(Class)} is not a class extending DurableWorker`);
+    }
+    const name = Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
+    if (typeof name !== 'string' || !NAME.test(name)) {
+      throw new DurableError(
+        codes.NAME,
+        `worker class name ${JSON.stringify(name)} is not usable on disk: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`,
+      );
+    }
+    const other = this.#names.get(name);
+    if (other !== undefined && other !== Class) {
+      throw new DurableError(codes.NAME, `two different classes are both named ${name} in this host; give one a static workerName`);
+    }
+    b = { Class, name, methods: callableMethods(Class) };
+    this.#bindings.set(Class, b);
+    this.#names.set(name, Class);
+    return b;
+  }
+
+  #checkOpen() {
+    if (this.#closed) throw closedError(`the host for ${this.#options.dir}`);
+  }
+}
+
+/** What a worker sees as `this.ctx`. */
+class WorkerContext {
+  #host;
+  #worker;
+  constructor(host, worker) {
+    this.#host = host;
+    this.#worker = worker;
+  }
+
+  /** This worker's id. */
+  get id() {
+    return this.#worker.id;
+  }
+
+  /** A stub for another worker; calls through it carry this call's chain. */
+  get(Class, id) {
+    return this.#host.get(Class, id);
+  }
+}
+
+function keyOf(name, id) {
+  return `${name}\u0000${id}`;
+}
+
+function checkId(name, id) {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new DurableError(codes.ID, `${name}: an id must be a non-empty string, got ${id === '' ? 'an empty string' : describe(id)}`);
+  }
+  if (!id.isWellFormed()) {
+    throw new DurableError(codes.ID, `${label(name, id)}: the id holds a lone surrogate and has no UTF-8 form`);
+  }
+  if (id.length * 3 > MAX_ID && Buffer.byteLength(id) > MAX_ID) {
+    throw new DurableError(codes.ID, `${label(name, id)}: an id may be at most ${MAX_ID} bytes of UTF-8 (got ${Buffer.byteLength(id)})`);
+  }
+}
+
+/** Arguments cross as a structured clone; all-primitive arguments are their own. */
+function cloneArgs(args, who, method) {
+  for (const a of args) {
+    if (!isPrimitive(a)) return clone(args, () => `${who}: the arguments of ${method}() cannot be sent`);
+  }
+  return args;
+}
+
+function methodError(binding, who, method) {
+  const why = binding.Class.prototype[method] !== undefined ? 'is not callable through a stub (lifecycle hooks and inherited methods are not)' : 'does not exist';
+  return new DurableError(codes.METHOD, `${who}: ${binding.name}.${method}() ${why}`);
+}
+
+function closedError(who) {
+  return new DurableError(codes.CLOSED, `${who}: the host is closed`);
+}
+
+function describe(v) {
+  if (typeof v === 'function') return v.name ? `function ${v.name}` : 'an anonymous function';
+  if (v === null) return 'null';
+  return typeof v === 'string' ? JSON.stringify(v) : typeof v;
+}
+
+module.exports = { Host };

@@ -1,0 +1,28 @@
+'use strict';
+// durable-workers: classes whose instances are addressed by id, each with its
+// own SQLite file, resident state read synchronously, and an output gate.
+const { NativeHost } = require('./native');
+const { Host } = require('./host');
+const { DurableWorker } = require('./worker');
+const { DurableError, codes, fromNative } = require('./errors');
+const { validate } = require('./options');
+
+/**
+ * Opens (creating if needed) a durable directory and takes ownership of it.
+ * A second owner, in this process or another, is refused with
+ * ERR_DURABLE_LOCKED until the first closes or exits.
+ * @param {import('../index').OpenOptions} options
+ * @returns {Promise<import('../index').Host>}
+ */
+async function open(options) {
+  const o = validate(options);
+  let native;
+  try {
+    native = NativeHost.open(o.dir, { durability: o.durability, maxLive: o.maxLive, evictAfterMs: o.evictAfter });
+  } catch (err) {
+    throw fromNative(err, `open(${JSON.stringify(o.dir)})`);
+  }
+  return new Host(native, o);
+}
+
+module.exports = { open, DurableWorker, DurableError, codes };

@@ -1,0 +1,6 @@
+// ESM entry: the same objects as the CommonJS one, so `instanceof` and class
+// identity agree whichever way a program imports the package.
+import cjs from './index.js';
+
+export const { open, DurableWorker, DurableError, codes } = cjs;
+export default cjs;

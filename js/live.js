@@ -1,0 +1,186 @@
+'use strict';
+// One materialized worker: its instance, its state, its mailbox.
+//
+// Status, and what comes next:
+//   'starting' — the first mailbox entry loads the file and runs start().
+//                Next: 'live', or 'failed' if that threw.
+//   'live'     — calls run. Next: 'closing' (evicted, deleted, host closed),
+//                or 'failed' if a commit failed.
+//   'failed'   — every queued entry is refused with the failure; the host
+//                drops the instance when the mailbox drains, and the next call
+//                starts again from the file. Next: 'closed'.
+//   'closing'  — stop() runs, the last writes commit, the file closes; calls
+//                that arrive meanwhile wait for it and then start a new
+//                instance. Next: 'closed'.
+const { Mailbox } = require('./mailbox');
+const { DurableState } = require('./state');
+const { construct } = require('./worker');
+const { runIn, frameFor } = require('./chain');
+const { clone } = require('./codec');
+const { fromNative, label } = require('./errors');
+
+class LiveWorker {
+  /**
+   * @param {object} host the Host's internal face: { native, mailbox, busy(w), idle(w), failed(w, err), ctxFor(w) }
+   * @param {{ Class: Function, name: string }} binding
+   * @param {string} id
+   * @param {string} key
+   * @param {number} slot
+   */
+  constructor(host, binding, id, key, slot) {
+    this.host = host;
+    this.binding = binding;
+    this.id = id;
+    this.key = key;
+    this.slot = slot;
+    this.who = label(binding.name, id);
+    this.status = 'starting';
+    this.failure = null;
+    this.instance = null;
+    this.inCall = false;
+    /** Resolves when the worker has closed (set when closing starts). */
+    this.closed = null;
+    const who = () => this.who;
+    this.native = host.native.worker(binding.name, id);
+    this.state = new DurableState(who, this.native, () => this.#dirtyOutsideCall());
+    this.mailbox = new Mailbox(
+      host.mailboxLimit,
+      (entry) => this.#run(entry),
+      () => host.busy(this),
+      () => host.idle(this),
+    );
+    this.mailbox.push({ kind: 'start' });
+  }
+
+  /** Queues a call; false when the mailbox is full. */
+  call(method, args, frame, resolve, reject) {
+    return this.mailbox.push({ kind: 'call', method, args, frame, resolve, reject });
+  }
+
+  /**
+   * Closes the worker behind whatever is queued: runs stop(reason) (unless
+   * reason is null), commits, then closes or destroys the file.
+   * @returns {Promise<boolean>} for destroy: whether the worker existed
+   */
+  close(reason, { destroy = false } = {}) {
+    if (this.closed !== null) return this.closed;
+    this.closed = new Promise((resolve) => {
+      this.mailbox.push({ kind: 'close', reason, destroy, resolve }, true);
+    });
+    return this.closed;
+  }
+
+  async #run(entry) {
+    switch (entry.kind) {
+      case 'call':
+        if (this.failure !== null) return entry.reject(this.failure);
+        return this.#call(entry);
+      case 'start':
+        return this.#start();
+      case 'close':
+        return this.#close(entry);
+    }
+  }
+
+  async #start() {
+    try {
+      this.state._load(await this.native.load());
+      this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
+      if (typeof this.instance.start === 'function') {
+        await this.#hook(() => this.instance.start());
+      }
+      this.status = 'live';
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  async #call(e) {
+    e.frame.worker = this;
+    this.inCall = true;
+    let ok = false;
+    let out;
+    try {
+      const fn = this.instance[e.method];
+      out = await runIn(e.frame, () => fn.apply(this.instance, e.args));
+      ok = true;
+    } catch (err) {
+      out = err;
+    }
+    this.inCall = false;
+    if (ok) {
+      try {
+        out = clone(out, () => `${this.who}: the result of ${e.method}() cannot be returned`);
+      } catch (err) {
+        ok = false;
+        out = err;
+      }
+    }
+    // The gate: the result leaves only once the commit carrying this call's
+    // writes (and every earlier one) has landed.
+    const barrier = this.state.flush();
+    if (barrier === null) {
+      if (ok) e.resolve(out);
+      else e.reject(out);
+      return;
+    }
+    barrier.then(
+      () => (ok ? e.resolve(out) : e.reject(out)),
+      (err) => e.reject(this.#fail(err)),
+    );
+  }
+
+  async #close(entry) {
+    this.status = 'closing';
+    if (entry.reason !== null && this.failure === null && typeof this.instance?.stop === 'function') {
+      try {
+        await this.#hook(() => this.instance.stop(entry.reason));
+      } catch (err) {
+        process.emitWarning(`${this.who}: stop('${entry.reason}') threw: ${err?.message ?? err}`, { code: 'DURABLE_STOP_FAILED' });
+      }
+    }
+    let existed = false;
+    try {
+      if (this.failure === null) await this.state.flush();
+    } catch {
+      // The failure has been reported to the calls it concerned.
+    }
+    try {
+      if (entry.destroy) existed = await this.native.destroy();
+      else await this.native.close();
+    } catch (err) {
+      if (entry.destroy) {
+        this.status = 'closed';
+        entry.resolve(Promise.reject(fromNative(err, this.who)));
+        return;
+      }
+    }
+    this.status = 'closed';
+    entry.resolve(existed);
+  }
+
+  /** Runs a lifecycle hook as this worker's code. */
+  #hook(fn) {
+    return runIn(frameFor(undefined, this.key, this.who, this), fn);
+  }
+
+  /** A write made outside any call (a timer, say) still gets its commit. */
+  #dirtyOutsideCall() {
+    if (this.inCall || this.status !== 'live') return;
+    queueMicrotask(() => {
+      const p = this.state.flush();
+      if (p !== null) p.catch((err) => this.#fail(err));
+    });
+  }
+
+  #fail(err) {
+    if (this.failure === null) {
+      this.failure = fromNative(err, this.who);
+      this.status = 'failed';
+      this.host.failed(this);
+    }
+    return this.failure;
+  }
+}
+
+module.exports = { LiveWorker };

@@ -1,0 +1,356 @@
+'use strict';
+// A worker's key/value state: resident, read synchronously, written through the
+// gate.
+//
+// Guarantee: a write is on disk before anything that could reveal it leaves the
+// worker. `set` and `delete` change the resident copy at once and mark the key
+// dirty; `flush()` hands every dirty key to one commit and answers the promise
+// of the commit that carries all writes so far. At most one commit is in flight
+// per worker; writes made meanwhile wait for the next one, so a burst of calls
+// shares its commits, and commits land in the order they were made.
+//
+// The resident copy holds encoded bytes, decoded on every `get`: a caller who
+// mutates what `get` returned has changed nothing until it calls `set`. The
+// bytes are also what make a same-bytes set free: it is compared, and dropped.
+const { Buffer } = require('node:buffer');
+const { DurableError, codes } = require('./errors');
+const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
+
+const MAX_VALUE = 128 * 1024;
+const MAX_TOTAL = 1024 * 1024;
+const MAX_KEY = 2048;
+
+/** One resident value. `value` is kept only for primitives, which are immutable. */
+class Entry {
+  constructor(bytes, value, prim) {
+    this.bytes = bytes;
+    this.value = value;
+    this.prim = prim;
+  }
+}
+
+function entryOf(bytes, value) {
+  const prim = isPrimitive(value);
+  return new Entry(bytes, prim ? value : undefined, prim);
+}
+
+function sizeOf(key, entry) {
+  return entry ? Buffer.byteLength(key) + entry.bytes.length : 0;
+}
+
+class DurableState {
+  #who;
+  #native;
+  /** @type {Map<string, Entry>} */
+  #resident = new Map();
+  #total = 0;
+  /** @type {string[] | null} sorted keys, rebuilt when a key is added or removed */
+  #sorted = null;
+  /** Dirty keys → the entry they had when first dirtied (null: absent). */
+  #pending = new Map();
+  /** Open transactions, outermost first: { undo: Map, pending: Map }. */
+  #txns = [];
+  #inflight = null;
+  #next = null;
+  #tail = null;
+  #failed = null;
+  #onDirty;
+
+  /**
+   * @param {() => string} who names the worker in messages
+   * @param {{ write: Function }} native the worker's storage handle
+   * @param {() => void} onDirty called when a write happens outside any call
+   */
+  constructor(who, native, onDirty) {
+    this.#who = who;
+    this.#native = native;
+    this.#onDirty = onDirty;
+  }
+
+  /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
+  _load({ keys, tags, values }) {
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const value = decode(tags[i], values[i], () => `${this.#who()}, key ${JSON.stringify(key)}`);
+      const entry = entryOf(values[i], value);
+      this.#resident.set(key, entry);
+      this.#total += sizeOf(key, entry);
+    }
+  }
+
+  // --- reads -------------------------------------------------------------
+
+  /** @param {string} key */
+  get(key) {
+    const e = this.#resident.get(key);
+    if (e === undefined) return undefined;
+    return e.prim ? e.value : decode(TAG_V8, e.bytes, this.#who);
+  }
+
+  /** @param {string} key */
+  has(key) {
+    return this.#resident.has(key);
+  }
+
+  /** Every key, sorted. */
+  keys() {
+    return this.#sortedKeys().slice();
+  }
+
+  /** Every [key, value], sorted by key. */
+  entries() {
+    return this.#sortedKeys().map((k) => [k, this.get(k)]);
+  }
+
+  /**
+   * A sorted range as a Map: keys starting with `prefix`, from `start`
+   * (inclusive) to `end` (exclusive), at most `limit`, optionally reversed.
+   */
+  list({ prefix, start, end, limit, reverse = false } = {}) {
+    let keys = this.#sortedKeys();
+    keys = keys.filter(
+      (k) =>
+        (prefix === undefined || k.startsWith(prefix)) &&
+        (start === undefined || k >= start) &&
+        (end === undefined || k < end),
+    );
+    if (reverse) keys.reverse();
+    if (limit !== undefined) keys = keys.slice(0, limit);
+    const out = new Map();
+    for (const k of keys) out.set(k, this.get(k));
+    return out;
+  }
+
+  /** Encoded bytes held, keys included (the 1 MiB cap counts this). */
+  get size() {
+    return this.#total;
+  }
+
+  // --- writes ------------------------------------------------------------
+
+  /**
+   * Sets `key`; committed with the call's flush. Refused, with nothing
+   * changed, when the value cannot be cloned or is over the caps.
+   */
+  set(key, value) {
+    this.#checkKey(key);
+    const bytes = encode(value, () => `${this.#who()}, key ${JSON.stringify(key)}`);
+    if (bytes.length > MAX_VALUE) {
+      throw new DurableError(
+        codes.STATE_TOO_LARGE,
+        `${this.#who()}: the value for key ${JSON.stringify(key)} is ${bytes.length} bytes encoded; a value may be at most ${MAX_VALUE} (128 KiB). Keep what accumulates in a collection.`,
+      );
+    }
+    const old = this.#resident.get(key);
+    if (old !== undefined && old.bytes.equals(bytes)) return;
+    const entry = entryOf(bytes, value);
+    const total = this.#total - sizeOf(key, old) + sizeOf(key, entry);
+    if (total > MAX_TOTAL) {
+      throw new DurableError(
+        codes.STATE_TOO_LARGE,
+        `${this.#who()}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_TOTAL} (1 MiB). Keep what accumulates in a collection.`,
+      );
+    }
+    this.#record(key, old);
+    if (old === undefined) this.#sorted = null;
+    this.#resident.set(key, entry);
+    this.#total = total;
+  }
+
+  /** Deletes `key`; true if it was there. */
+  delete(key) {
+    this.#checkKey(key);
+    const old = this.#resident.get(key);
+    if (old === undefined) return false;
+    this.#record(key, old);
+    this.#resident.delete(key);
+    this.#sorted = null;
+    this.#total -= sizeOf(key, old);
+    return true;
+  }
+
+  /** Resolves when every write so far is on disk. */
+  async sync() {
+    await this.flush();
+  }
+
+  /**
+   * Runs `fn`; its writes commit together, or, if it throws, not at all: the
+   * resident state is put back and the error rethrown.
+   * @template T
+   * @param {() => Promise<T> | T} fn
+   * @returns {Promise<T>}
+   */
+  async transaction(fn) {
+    const txn = { undo: new Map(), pending: new Map() };
+    this.#txns.push(txn);
+    let result;
+    try {
+      result = await fn();
+    } catch (err) {
+      this.#popTxn(txn);
+      this.#rollback(txn);
+      throw err;
+    }
+    this.#popTxn(txn);
+    this.#commitInto(txn);
+    await this.flush();
+    return result;
+  }
+
+  /** Deletes every key, in one commit. */
+  async deleteAll() {
+    for (const key of [...this.#resident.keys()]) this.delete(key);
+    await this.flush();
+  }
+
+  // --- the gate ----------------------------------------------------------
+
+  /**
+   * Starts (or joins) the commit that carries every write so far and returns
+   * its promise; null when nothing is dirty or in flight.
+   * @returns {Promise<void> | null}
+   */
+  flush() {
+    if (this.#failed) return Promise.reject(this.#failed);
+    if (this.#pending.size === 0) return this.#tail;
+    if (this.#inflight === null) return this.#start() ?? this.#tail;
+    if (this.#next === null) {
+      let resolve, reject;
+      const promise = new Promise((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      promise.catch(() => {});
+      this.#next = { promise, resolve, reject };
+      this.#tail = promise;
+    }
+    return this.#next.promise;
+  }
+
+  /** True while a commit is in flight or writes wait for one. */
+  get busy() {
+    return this.#inflight !== null || this.#pending.size > 0;
+  }
+
+  /** Hands the dirty keys to a commit; its promise, or null when all were no-ops. */
+  #start() {
+    const batch = this.#takeBatch();
+    if (batch === null) return null;
+    const p = this.#native.write(batch.keys, batch.tags, batch.values, batch.deletes).then(
+      () => {
+        this.#inflight = null;
+        const next = this.#next;
+        this.#next = null;
+        if (next === null) {
+          if (this.#tail === p) this.#tail = null;
+          return;
+        }
+        const q = this.#start();
+        if (q !== null) {
+          q.then(next.resolve, next.reject);
+        } else {
+          if (this.#tail === next.promise) this.#tail = null;
+          next.resolve();
+        }
+      },
+      (err) => {
+        this.#inflight = null;
+        this.#failed = err;
+        if (this.#next !== null) this.#next.reject(err);
+        this.#next = null;
+        throw err;
+      },
+    );
+    p.catch(() => {});
+    this.#inflight = p;
+    this.#tail = p;
+    return p;
+  }
+
+  /** Takes the dirty keys into a batch; null when every one is back to its stored bytes. */
+  #takeBatch() {
+    const keys = [];
+    const tags = [];
+    const values = [];
+    const deletes = [];
+    const outer = this.#txns.length ? this.#txns[0].undo : null;
+    for (const [key, base] of this.#pending) {
+      // A key an open transaction has changed is written as it was before the
+      // transaction: the transaction's own value commits when it does.
+      const cur = outer !== null && outer.has(key) ? outer.get(key) : this.#resident.get(key);
+      if (cur === undefined || cur === null) {
+        if (base !== null) deletes.push(key);
+      } else if (base === null || !base.bytes.equals(cur.bytes)) {
+        keys.push(key);
+        tags.push(TAG_V8);
+        values.push(cur.bytes);
+      }
+    }
+    this.#pending = new Map();
+    if (keys.length === 0 && deletes.length === 0) return null;
+    return { keys, tags, values, deletes };
+  }
+
+  #record(key, old) {
+    const base = old === undefined ? null : old;
+    const txn = this.#txns.length ? this.#txns[this.#txns.length - 1] : null;
+    if (txn !== null) {
+      if (!txn.undo.has(key)) txn.undo.set(key, base);
+      if (!txn.pending.has(key)) txn.pending.set(key, base);
+      return;
+    }
+    if (!this.#pending.has(key)) {
+      this.#pending.set(key, base);
+      if (this.#pending.size === 1) this.#onDirty();
+    }
+  }
+
+  #popTxn(txn) {
+    const i = this.#txns.lastIndexOf(txn);
+    if (i !== -1) this.#txns.splice(i, 1);
+  }
+
+  #rollback(txn) {
+    for (const [key, before] of txn.undo) {
+      const now = this.#resident.get(key);
+      this.#total -= sizeOf(key, now);
+      if (before === null) this.#resident.delete(key);
+      else this.#resident.set(key, before);
+      this.#total += sizeOf(key, before);
+    }
+    this.#sorted = null;
+  }
+
+  /** A finished transaction's writes join the enclosing one, or the next flush. */
+  #commitInto(txn) {
+    const parent = this.#txns.length ? this.#txns[this.#txns.length - 1] : null;
+    for (const [key, before] of txn.undo) {
+      if (parent !== null) {
+        if (!parent.undo.has(key)) parent.undo.set(key, before);
+        if (!parent.pending.has(key)) parent.pending.set(key, before);
+      } else if (!this.#pending.has(key)) {
+        this.#pending.set(key, before);
+      }
+    }
+  }
+
+  #sortedKeys() {
+    if (this.#sorted === null) this.#sorted = [...this.#resident.keys()].sort();
+    return this.#sorted;
+  }
+
+  #checkKey(key) {
+    if (typeof key !== 'string') {
+      throw new DurableError(codes.NAME, `${this.#who()}: a key must be a string, got ${typeof key}`);
+    }
+    if (!key.isWellFormed()) {
+      throw new DurableError(codes.NAME, `${this.#who()}: key ${JSON.stringify(key)} holds a lone surrogate and cannot be stored as UTF-8`);
+    }
+    if (key.length * 3 > MAX_KEY && Buffer.byteLength(key) > MAX_KEY) {
+      throw new DurableError(codes.NAME, `${this.#who()}: a key may be at most ${MAX_KEY} bytes of UTF-8 (got ${Buffer.byteLength(key)})`);
+    }
+  }
+}
+
+module.exports = { DurableState, MAX_VALUE, MAX_TOTAL, MAX_KEY };
