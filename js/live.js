@@ -64,9 +64,11 @@ class LiveWorker {
    */
   close(reason, { destroy = false } = {}) {
     if (this.closed !== null) return this.closed;
-    this.closed = new Promise((resolve) => {
-      this.mailbox.push({ kind: 'close', reason, destroy, resolve }, true);
-    });
+    let resolve;
+    // Set before the push: the push wakes the mailbox, and the host must
+    // already see this worker as closing (or it would count it live again).
+    this.closed = new Promise((r) => (resolve = r));
+    this.mailbox.push({ kind: 'close', reason, destroy, resolve }, true);
     return this.closed;
   }
 
