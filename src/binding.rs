@@ -25,7 +25,8 @@ use crate::store::{Batch, Row};
 /// napi-rs would put its own status in `code`, so the object is made here.
 fn js_error(env: &Env, code: &str, message: &str) -> napi::Error {
     let build = || -> napi::Result<napi::Error> {
-        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
+        let mut obj =
+            env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
         obj.set_named_property("code", code)?;
         Ok(napi::Error::from(obj.to_unknown()))
     };
@@ -38,7 +39,11 @@ fn to_js(env: &Env, e: &Error) -> napi::Error {
 
 /// A promise settled on the JS thread: `fut` runs on tokio, its error becomes
 /// a coded JS error, its value goes through `done`.
-fn promise<'env, T, V, F>(env: &'env Env, fut: F, done: impl FnOnce(T) -> V + 'static) -> napi::Result<PromiseRaw<'env, V>>
+fn promise<'env, T, V, F>(
+    env: &'env Env,
+    fut: F,
+    done: impl FnOnce(T) -> V + 'static,
+) -> napi::Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
     V: ToNapiValue,
@@ -116,7 +121,11 @@ impl NativeHost {
     #[napi(factory)]
     pub fn open(env: &Env, dir: String, options: HostOptions) -> napi::Result<NativeHost> {
         let durability = Durability::parse(&options.durability).ok_or_else(|| {
-            js_error(env, "ERR_INVALID_ARG_VALUE", &format!("unknown durability {:?}", options.durability))
+            js_error(
+                env,
+                "ERR_INVALID_ARG_VALUE",
+                &format!("unknown durability {:?}", options.durability),
+            )
         })?;
         let engine = Engine::open(&PathBuf::from(dir), durability).map_err(|e| to_js(env, &e))?;
         let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
@@ -179,16 +188,21 @@ impl NativeHost {
             after,
             limit,
         };
-        promise(env, async move { engine.catalog(op).await }, |reply| match reply {
-            Reply::Ids(ids) => ids,
-            _ => Vec::new(),
-        })
+        promise(
+            env,
+            async move { engine.catalog(op).await },
+            |reply| match reply {
+                Reply::Ids(ids) => ids,
+                _ => Vec::new(),
+            },
+        )
     }
 
     #[napi]
     pub fn stats(&self) -> NativeStats {
         let c = &self.engine.counters;
-        let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed) as f64;
+        let n =
+            |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed) as f64;
         NativeStats {
             live: self.live.lock().live() as u32,
             commits: n(&c.commits),
@@ -238,7 +252,11 @@ impl NativeWorker {
         deletes: Vec<String>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         if keys.len() != tags.len() || keys.len() != values.len() {
-            return Err(js_error(env, "ERR_INVALID_ARG_VALUE", "keys, tags and values differ in length"));
+            return Err(js_error(
+                env,
+                "ERR_INVALID_ARG_VALUE",
+                "keys, tags and values differ in length",
+            ));
         }
         let sets = keys
             .into_iter()
@@ -277,7 +295,10 @@ impl NativeWorker {
         let fut = async move {
             let w2 = w.clone();
             let had_file = blocking(move || w2.remove_file()).await?;
-            let had_row = matches!(w.engine().catalog(w.remove_op()).await?, Reply::Removed(true));
+            let had_row = matches!(
+                w.engine().catalog(w.remove_op()).await?,
+                Reply::Removed(true)
+            );
             Ok(had_file || had_row)
         };
         promise(env, fut, |existed| existed)

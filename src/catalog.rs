@@ -69,7 +69,8 @@ impl Catalog {
     pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
         let path = dir.join(REGISTRY_FILE);
         let conn = sqlite::open(&path, true).map_err(|e| relabel_lock(e, dir))?;
-        sqlite::configure(&conn, &path, durability, CATALOG_CACHE_KIB).map_err(|e| relabel_lock(e, dir))?;
+        sqlite::configure(&conn, &path, durability, CATALOG_CACHE_KIB)
+            .map_err(|e| relabel_lock(e, dir))?;
         // The first write transaction takes the exclusive lock, and exclusive
         // locking mode keeps it until the connection closes or the process dies.
         conn.execute_batch(
@@ -193,8 +194,10 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_millis() as i64)
                 .unwrap_or(0);
-            conn.prepare_cached("INSERT OR IGNORE INTO workers(class, id, created_at) VALUES (?1, ?2, ?3)")?
-                .execute(params![class, id, now])?;
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO workers(class, id, created_at) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![class, id, now])?;
             Ok(Reply::Done)
         }
         Op::Remove { class, id } => {
@@ -262,7 +265,10 @@ mod tests {
                     limit: 3,
                 })
                 .await?;
-            assert_eq!(listed, Reply::Ids(vec!["w13".into(), "w14".into(), "w15".into()]));
+            assert_eq!(
+                listed,
+                Reply::Ids(vec!["w13".into(), "w14".into(), "w15".into()])
+            );
             Ok::<(), Error>(())
         })?;
         // Sequentially awaited these would be 51 commits.

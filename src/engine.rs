@@ -159,7 +159,13 @@ impl Worker {
                 f.write(batch)?;
             }
             FileState::Unopened | FileState::Absent => {
-                let f = WorkerFile::create(&self.path, &self.class, &self.id, self.engine.durability, batch)?;
+                let f = WorkerFile::create(
+                    &self.path,
+                    &self.class,
+                    &self.id,
+                    self.engine.durability,
+                    batch,
+                )?;
                 c.created.fetch_add(1, Ordering::Relaxed);
                 *file = FileState::Open(f);
             }

@@ -53,7 +53,11 @@ impl Error {
 
     /// Classifies a SQLite failure: a file that is not a database is corrupt,
     /// anything else is reported with the context it happened in.
-    pub(crate) fn sqlite(context: impl Into<String>, path: &std::path::Path, e: rusqlite::Error) -> Self {
+    pub(crate) fn sqlite(
+        context: impl Into<String>,
+        path: &std::path::Path,
+        e: rusqlite::Error,
+    ) -> Self {
         use rusqlite::ErrorCode;
         match e.sqlite_error_code() {
             Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => Error::Corrupt {

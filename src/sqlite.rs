@@ -43,9 +43,15 @@ pub fn open(path: &Path, create: bool) -> Result<Connection> {
 /// Applies the per-connection settings. `cache_kib` bounds the page cache:
 /// worker state is resident in JS, so a worker's own cache only needs the pages
 /// a commit touches.
-pub fn configure(conn: &Connection, path: &Path, durability: Durability, cache_kib: i64) -> Result<()> {
+pub fn configure(
+    conn: &Connection,
+    path: &Path,
+    durability: Durability,
+    cache_kib: i64,
+) -> Result<()> {
     let ctx = |e| Error::sqlite("configure", path, e);
-    conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(ctx)?;
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+        .map_err(ctx)?;
     // A zero busy timeout: a lock held by someone else is an answer, not a wait.
     conn.busy_timeout(std::time::Duration::ZERO).map_err(ctx)?;
     let mode: String = conn
@@ -62,8 +68,10 @@ pub fn configure(conn: &Connection, path: &Path, durability: Durability, cache_k
         Durability::Relaxed => "NORMAL",
     };
     conn.pragma_update(None, "synchronous", sync).map_err(ctx)?;
-    conn.pragma_update(None, "cache_size", -cache_kib).map_err(ctx)?;
-    conn.pragma_update(None, "temp_store", "MEMORY").map_err(ctx)?;
+    conn.pragma_update(None, "cache_size", -cache_kib)
+        .map_err(ctx)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(ctx)?;
     Ok(())
 }
 

@@ -63,7 +63,12 @@ impl WorkerFile {
     /// Opens an existing worker file and reads its whole key/value page.
     /// `Ok(None)` when the worker has no file yet (or only an empty one left by
     /// a crash before its first commit, which is removed).
-    pub fn open(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Option<(Self, Vec<Row>)>> {
+    pub fn open(
+        path: &Path,
+        class: &str,
+        id: &str,
+        durability: Durability,
+    ) -> Result<Option<(Self, Vec<Row>)>> {
         if !path.exists() {
             return Ok(None);
         }
@@ -104,7 +109,13 @@ impl WorkerFile {
     /// Creates the file for a worker that has none, with `batch` as its first
     /// commit. Parent directories created here are synced so the new file's
     /// name survives a power loss too.
-    pub fn create(path: &Path, class: &str, id: &str, durability: Durability, batch: &Batch) -> Result<Self> {
+    pub fn create(
+        path: &Path,
+        class: &str,
+        id: &str,
+        durability: Durability,
+        batch: &Batch,
+    ) -> Result<Self> {
         if let Some(parent) = path.parent() {
             create_dirs_synced(parent)?;
         }
@@ -307,16 +318,16 @@ mod tests {
             deletes: vec![],
         };
         WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?.close()?;
-        let (f, rows) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?
-            .ok_or(Error::Closed)?;
+        let (f, rows) =
+            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
         assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
         f.write(&Batch {
             sets: vec![row("x", b"3")],
             deletes: vec!["y".into()],
         })?;
         f.close()?;
-        let (_, rows) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?
-            .ok_or(Error::Closed)?;
+        let (_, rows) =
+            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
         assert_eq!(rows, vec![row("x", b"3")]);
         Ok(())
     }

@@ -1,0 +1,54 @@
+// Compiled by 90-types.test.js with `tsc --strict --noEmit`: the public types
+// accept what API.md says users write, and refuse what they must not.
+import { open, DurableWorker, DurableError, codes, type Host, type Stub } from 'durable-workers';
+
+class Cart extends DurableWorker {
+  static workerName = 'Cart';
+
+  async add(item: { sku: string }): Promise<number> {
+    const items = this.state.get<Array<{ sku: string }>>('items') ?? [];
+    items.push(item);
+    this.state.set('items', items);
+    return items.length;
+  }
+
+  count(): number {
+    return (this.state.get<unknown[]>('items') ?? []).length;
+  }
+
+  async checkout(): Promise<Date> {
+    await this.state.transaction(async () => {
+      this.state.delete('items');
+    });
+    await this.state.sync();
+    return new Date();
+  }
+
+  stop(reason: 'idle' | 'evicted' | 'close'): void {
+    void reason;
+  }
+}
+
+async function main(): Promise<void> {
+  const host: Host = await open({ dir: './.data', maxLive: 64, durability: 'relaxed' });
+  const cart: Stub<Cart> = host.get(Cart, 'customer-42');
+  const n: number = await cart.add({ sku: 'apple' });
+  const c: number = await cart.count();
+  const when: Date = await cart.checkout();
+  // @ts-expect-error hooks are not callable through a stub
+  cart.stop('close');
+  // @ts-expect-error arguments are checked
+  await cart.add(42);
+  for await (const id of host.ids(Cart, { prefix: 'customer-' })) console.log(id.toUpperCase());
+  host.on('evicted', (e) => console.log(e.class, e.id, e.reason));
+  const s = host.stats();
+  console.log(n, c, when, s.commits + s.syncs, await host.delete(Cart, 'x'));
+  try {
+    await cart.add({ sku: 'pear' });
+  } catch (err) {
+    if (err instanceof DurableError && err.code === codes.BUSY) console.log('busy');
+  }
+  await host.close();
+}
+
+void main;
