@@ -54,6 +54,8 @@ class DurableState {
   #next = null;
   #tail = null;
   #failed = null;
+  /** False until the worker's first commit creates its file. */
+  #hasFile = false;
   #onDirty;
 
   /**
@@ -68,7 +70,8 @@ class DurableState {
   }
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
-  _load({ keys, tags, values }) {
+  _load({ exists, keys, tags, values }) {
+    this.#hasFile = exists;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const value = decode(tags[i], values[i], () => `${this.#who()}, key ${JSON.stringify(key)}`);
@@ -237,8 +240,12 @@ class DurableState {
   #start() {
     const batch = this.#takeBatch();
     if (batch === null) return null;
-    const p = this.#native.write(batch.keys, batch.tags, batch.values, batch.deletes).then(
+    const commit = this.#hasFile
+      ? this.#native.write(batch.keys, batch.tags, batch.values, batch.deletes)
+      : this.#native.create(batch.keys, batch.tags, batch.values, batch.deletes);
+    const p = commit.then(
       () => {
+        this.#hasFile = true;
         this.#inflight = null;
         const next = this.#next;
         this.#next = null;

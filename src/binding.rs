@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use std::future::Future;
 
-use napi::bindgen_prelude::{Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
-use napi::{Env, Status};
+use napi::bindgen_prelude::{AsyncTask, Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
+use napi::{Env, Status, Task};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
@@ -89,13 +89,16 @@ pub struct NativeStats {
 /// A worker's stored key/value page, as three parallel arrays.
 #[napi(object)]
 pub struct Loaded {
+    /// Whether the worker has a file (its first write must `create` it if not).
+    pub exists: bool,
     pub keys: Vec<String>,
     pub tags: Vec<u32>,
     pub values: Vec<Buffer>,
 }
 
-fn to_loaded(rows: Vec<Row>) -> Loaded {
+fn to_loaded((exists, rows): (bool, Vec<Row>)) -> Loaded {
     let mut out = Loaded {
+        exists,
         keys: Vec::with_capacity(rows.len()),
         tags: Vec::with_capacity(rows.len()),
         values: Vec::with_capacity(rows.len()),
@@ -106,6 +109,71 @@ fn to_loaded(rows: Vec<Row>) -> Loaded {
         out.values.push(value.into());
     }
     out
+}
+
+fn to_batch(
+    env: &Env,
+    keys: Vec<String>,
+    tags: Vec<u32>,
+    values: Vec<Buffer>,
+    deletes: Vec<String>,
+) -> napi::Result<Batch> {
+    if keys.len() != tags.len() || keys.len() != values.len() {
+        return Err(js_error(
+            env,
+            "ERR_INVALID_ARG_VALUE",
+            "keys, tags and values differ in length",
+        ));
+    }
+    let sets = keys
+        .into_iter()
+        .zip(tags)
+        .zip(values.iter())
+        .map(|((key, tag), value)| Row {
+            key,
+            tag,
+            value: value.to_vec(),
+        })
+        .collect();
+    Ok(Batch { sets, deletes })
+}
+
+/// One commit on the libuv pool. The failure is kept as our own error so the
+/// rejection carries its code.
+pub struct WriteTask {
+    worker: Arc<Worker>,
+    batch: Batch,
+    failure: Option<Error>,
+}
+
+impl Task for WriteTask {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> napi::Result<()> {
+        if self.worker.needs_file() {
+            self.failure = Some(Error::Shared {
+                context: "write".into(),
+                detail: "the worker has no file yet; its first write is create()".into(),
+            });
+            return Err(napi::Error::from_status(Status::GenericFailure));
+        }
+        self.worker.write(&self.batch).map_err(|e| {
+            self.failure = Some(e);
+            napi::Error::from_status(Status::GenericFailure)
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
+        Ok(())
+    }
+
+    fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<()> {
+        match self.failure.take() {
+            Some(e) => Err(to_js(&env, &e)),
+            None => Err(err),
+        }
+    }
 }
 
 /// An open durable directory.
@@ -237,13 +305,20 @@ impl NativeWorker {
     #[napi]
     pub fn load<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Loaded>> {
         let w = self.inner.clone();
-        promise(env, blocking(move || w.load()), to_loaded)
+        promise(
+            env,
+            blocking(move || {
+                let rows = w.load()?;
+                Ok((!w.needs_file(), rows))
+            }),
+            to_loaded,
+        )
     }
 
-    /// Commits sets and deletes as one transaction; resolves after the commit.
-    /// A worker's first write registers it in the catalog, then creates its file.
+    /// The first write of a worker with no file: registers it in the catalog,
+    /// then creates the file with this batch as its first commit.
     #[napi]
-    pub fn write<'env>(
+    pub fn create<'env>(
         &self,
         env: &'env Env,
         keys: Vec<String>,
@@ -251,34 +326,37 @@ impl NativeWorker {
         values: Vec<Buffer>,
         deletes: Vec<String>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        if keys.len() != tags.len() || keys.len() != values.len() {
-            return Err(js_error(
-                env,
-                "ERR_INVALID_ARG_VALUE",
-                "keys, tags and values differ in length",
-            ));
-        }
-        let sets = keys
-            .into_iter()
-            .zip(tags)
-            .zip(values.iter())
-            .map(|((key, tag), value)| Row {
-                key,
-                tag,
-                value: value.to_vec(),
-            })
-            .collect();
-        let batch = Batch { sets, deletes };
+        let batch = to_batch(env, keys, tags, values, deletes)?;
         let w = self.inner.clone();
         let fut = async move {
-            if w.needs_file() {
-                // The catalog first: a crash in between leaves a listed worker
-                // with no file (it reads as empty), never a file nobody lists.
-                w.engine().catalog(w.register_op()).await?;
-            }
+            // The catalog first: a crash in between leaves a listed worker
+            // with no file (it reads as empty), never a file nobody lists.
+            // This waits in the catalog's queue without holding a thread,
+            // which is what lets many new workers share one catalog commit.
+            w.engine().catalog(w.register_op()).await?;
             blocking(move || w.write(&batch)).await
         };
         promise(env, fut, |()| ())
+    }
+
+    /// Commits sets and deletes as one transaction; resolves after the commit.
+    /// Runs on the libuv pool: one hop there and one back, which is most of
+    /// the cost of a serial write besides the sync itself.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn write(
+        &self,
+        env: &Env,
+        keys: Vec<String>,
+        tags: Vec<u32>,
+        values: Vec<Buffer>,
+        deletes: Vec<String>,
+    ) -> napi::Result<AsyncTask<WriteTask>> {
+        let batch = to_batch(env, keys, tags, values, deletes)?;
+        Ok(AsyncTask::new(WriteTask {
+            worker: self.inner.clone(),
+            batch,
+            failure: None,
+        }))
     }
 
     /// Closes the file; the handle is finished.
