@@ -19,6 +19,9 @@ const { runIn, frameFor } = require('./chain');
 const { clone } = require('./codec');
 const { fromNative, label } = require('./errors');
 
+/** What a worker that has never been written loads. */
+const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [] });
+
 class LiveWorker {
   /**
    * @param {object} host the Host's internal face: { native, mailbox, busy(w), idle(w), failed(w, err), ctxFor(w) }
@@ -86,7 +89,7 @@ class LiveWorker {
 
   async #start() {
     try {
-      this.state._load(await this.native.load());
+      this.state._load(this.native.exists() ? await this.native.load() : NO_FILE);
       this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
       if (typeof this.instance.start === 'function') {
         await this.#hook(() => this.instance.start());

@@ -382,6 +382,13 @@ impl NativeWorker {
         promise(env, fut, |existed| existed)
     }
 
+    /// Whether the worker has a file on disk: a stat on the JS thread, so a
+    /// worker that was never written opens without a trip to the pool.
+    #[napi]
+    pub fn exists(&self) -> bool {
+        self.inner.path().exists()
+    }
+
     /// The worker's file path (for messages and tests).
     #[napi(getter)]
     pub fn path(&self) -> String {

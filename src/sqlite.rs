@@ -49,11 +49,13 @@ pub fn configure(
     durability: Durability,
     cache_kib: i64,
 ) -> Result<()> {
-    let ctx = |e| Error::sqlite("configure", path, e);
-    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
-        .map_err(ctx)?;
     // A zero busy timeout: a lock held by someone else is an answer, not a wait.
-    conn.busy_timeout(std::time::Duration::ZERO).map_err(ctx)?;
+    conn.busy_timeout(std::time::Duration::ZERO)
+        .map_err(|e| Error::sqlite("configure", path, e))?;
+    // Exclusive locking first: set before WAL, the WAL index lives in heap
+    // memory rather than a -shm file per worker.
+    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE")
+        .map_err(|e| Error::sqlite("configure", path, e))?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .map_err(|e| classify_lock(e, path))?;
@@ -67,11 +69,10 @@ pub fn configure(
         Durability::Full => "FULL",
         Durability::Relaxed => "NORMAL",
     };
-    conn.pragma_update(None, "synchronous", sync).map_err(ctx)?;
-    conn.pragma_update(None, "cache_size", -cache_kib)
-        .map_err(ctx)?;
-    conn.pragma_update(None, "temp_store", "MEMORY")
-        .map_err(ctx)?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous={sync}; PRAGMA cache_size=-{cache_kib}; PRAGMA temp_store=MEMORY;"
+    ))
+    .map_err(|e| Error::sqlite("configure", path, e))?;
     Ok(())
 }
 
