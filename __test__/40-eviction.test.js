@@ -84,3 +84,25 @@ test.serial('a call that arrives while its worker is being evicted waits and run
   const a = h.get(Room, 'a').hit(); // arrives mid-eviction
   t.deepEqual(await Promise.all([a, b]), [2, 1]);
 });
+
+test('an error thrown by start() reaches the queued callers as itself, and the next call starts again', async (t) => {
+  let failures = 1;
+  class Flaky extends DurableWorker {
+    async start() {
+      await new Promise((r) => setTimeout(r, 5)); // both calls are queued by now
+      if (failures-- > 0) throw new TypeError('not yet');
+    }
+    ping() {
+      return 'pong';
+    }
+  }
+  const h = await open({ dir: tmpDir(t) });
+  t.teardown(() => h.close());
+  const f = h.get(Flaky, 'f');
+  const [a, b] = await Promise.allSettled([f.ping(), f.ping()]);
+  t.is(a.status, 'rejected');
+  t.true(a.reason instanceof TypeError);
+  t.is(a.reason.message, 'not yet');
+  t.is(b.reason, a.reason);
+  t.is(await f.ping(), 'pong');
+});

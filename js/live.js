@@ -89,14 +89,24 @@ class LiveWorker {
 
   async #start() {
     try {
-      this.state._load(this.native.exists() ? await this.native.load() : NO_FILE);
+      let loaded = NO_FILE;
+      if (this.native.exists()) {
+        try {
+          loaded = await this.native.load();
+        } catch (err) {
+          throw fromNative(err, this.who);
+        }
+      }
+      this.state._load(loaded);
       this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
       if (typeof this.instance.start === 'function') {
         await this.#hook(() => this.instance.start());
       }
       this.status = 'live';
     } catch (err) {
-      this.#fail(err);
+      // Storage errors arrive coded; an error thrown by start() reaches the
+      // queued callers as itself.
+      this.#fail(err, false);
     }
   }
 
@@ -178,9 +188,9 @@ class LiveWorker {
     });
   }
 
-  #fail(err) {
+  #fail(err, fromStorage = true) {
     if (this.failure === null) {
-      this.failure = fromNative(err, this.who);
+      this.failure = fromStorage ? fromNative(err, this.who) : err;
       this.status = 'failed';
       this.host.failed(this);
     }

@@ -158,7 +158,18 @@ impl Task for WriteTask {
             });
             return Err(napi::Error::from_status(Status::GenericFailure));
         }
-        self.worker.write(&self.batch).map_err(|e| {
+        // A panic must not unwind into libuv: it becomes an error like any other.
+        let worker = &self.worker;
+        let batch = &self.batch;
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.write(batch)))
+                .unwrap_or_else(|_| {
+                    Err(Error::Shared {
+                        context: "write".into(),
+                        detail: "the storage core panicked; the commit did not happen".into(),
+                    })
+                });
+        outcome.map_err(|e| {
             self.failure = Some(e);
             napi::Error::from_status(Status::GenericFailure)
         })
@@ -186,7 +197,7 @@ pub struct NativeHost {
 #[napi]
 impl NativeHost {
     /// Takes ownership of `dir` (creating it), or fails with ERR_DURABLE_LOCKED.
-    #[napi(factory)]
+    #[napi(factory, catch_unwind)]
     pub fn open(env: &Env, dir: String, options: HostOptions) -> napi::Result<NativeHost> {
         let durability = Durability::parse(&options.durability).ok_or_else(|| {
             js_error(
