@@ -46,10 +46,8 @@ function frameFor(caller, key, who, worker) {
 }
 
 class WaitGraph {
-  /** @type {Map<string, Map<string, number>>} caller → callee → calls waiting */
+  /** @type {Map<string, Map<string, { n: number, who: string }>>} caller → callee → calls waiting, callee's label */
   #edges = new Map();
-  /** @type {Map<string, string>} key → label, for messages */
-  #labels = new Map();
 
   /**
    * Refuses a call from `caller` into `key` that would wait on itself;
@@ -61,51 +59,49 @@ class WaitGraph {
    */
   enter(caller, key, who) {
     if (caller === undefined) return null;
-    const i = caller.keys.indexOf(key);
-    if (i !== -1) {
+    if (caller.keys.includes(key)) {
       throw new DurableError(
         codes.CYCLE,
         `a call to ${who} would wait on itself: ${[...caller.chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`,
       );
     }
-    const path = this.#path(key, caller.key);
+    const from = caller.key;
+    const path = this.#path(key, from);
     if (path !== null) {
-      const names = [caller.chain[caller.chain.length - 1], ...path.map((k) => this.#labels.get(k) ?? k)];
+      const names = [caller.chain[caller.chain.length - 1], who, ...path];
       throw new DurableError(
         codes.CYCLE,
         `a call to ${who} would close a cycle of waiting workers: ${names.join(' → ')} (another request holds part of it)`,
       );
     }
-    this.#labels.set(caller.key, caller.chain[caller.chain.length - 1]);
-    this.#labels.set(key, who);
-    let out = this.#edges.get(caller.key);
-    if (out === undefined) this.#edges.set(caller.key, (out = new Map()));
-    out.set(key, (out.get(key) ?? 0) + 1);
-    const from = caller.key;
+    let out = this.#edges.get(from);
+    if (out === undefined) this.#edges.set(from, (out = new Map()));
+    const edge = out.get(key);
+    if (edge === undefined) out.set(key, { n: 1, who });
+    else edge.n++;
     return () => {
       const m = this.#edges.get(from);
-      if (m === undefined) return;
-      const n = (m.get(key) ?? 1) - 1;
-      if (n > 0) m.set(key, n);
-      else m.delete(key);
+      const e = m?.get(key);
+      if (e === undefined) return;
+      if (--e.n === 0) m.delete(key);
       if (m.size === 0) this.#edges.delete(from);
     };
   }
 
-  /** A path of waits from `from` to `to` (as the keys after `from`), or null. */
+  /** Labels of a path of waits from `from` to `to` (excluding `from`), or null. */
   #path(from, to) {
     if (!this.#edges.has(from)) return null;
     const prev = new Map([[from, null]]);
     const queue = [from];
     for (let i = 0; i < queue.length; i++) {
       const k = queue[i];
-      for (const next of this.#edges.get(k)?.keys() ?? []) {
+      for (const [next, edge] of this.#edges.get(k) ?? []) {
         if (prev.has(next)) continue;
-        prev.set(next, k);
+        prev.set(next, { k, who: edge.who });
         if (next === to) {
-          const path = [];
-          for (let at = next; at !== null; at = prev.get(at)) path.unshift(at);
-          return path;
+          const names = [];
+          for (let at = next; at !== from; at = prev.get(at).k) names.unshift(prev.get(at).who);
+          return names;
         }
         queue.push(next);
       }
