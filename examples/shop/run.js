@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+'use strict';
+// `npm run shop`: the shop under load, its figures, and a durability check.
+//
+// Starts the HTTP server on a fresh directory, has customers shop against it
+// for a while, prints what it measured, then closes everything, opens the
+// directory again from scratch and checks that every checkout the customers
+// were told about is on disk.
+const fs = require('node:fs');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { open } = require('durable-workers');
+const { Cart, Inventory } = require('./cart');
+const { startServer } = require('./server');
+const { runLoad, CALLS_PER_JOURNEY } = require('./load');
+
+/** Relative to the current directory; emptied at the start of every run. */
+const DATA_DIR = '.data/shop';
+
+const USAGE = `Usage: node examples/shop/run.js [--customers N] [--seconds S] [--journeys J]
+
+Runs the shop example: an HTTP server over durable workers (one Cart per
+customer, one Inventory per product) with N customers shopping at once, each
+journey being browse, add three items, check out, browse. The data goes
+under ./.data/shop in the current directory, which is removed first.
+
+  --customers N   customers shopping at once (default 32)
+  --seconds S     how long to run (default 10)
+  --journeys J    run exactly J journeys instead of for a time
+  -h, --help      this text`;
+
+/** Reads a flag as a positive number, or says which flag is wrong and why. */
+function positive(name, text, { integer }) {
+  const n = Number(text);
+  if (text === undefined || text.trim() === '' || !(n > 0) || (integer && !Number.isInteger(n))) {
+    throw new UsageError(`--${name} must be a ${integer ? 'whole ' : ''}number above 0, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+class UsageError extends Error {}
+class VerificationError extends Error {}
+
+function parse(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        customers: { type: 'string' },
+        seconds: { type: 'string' },
+        journeys: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(err.message);
+  }
+  return {
+    help: values.help ?? false,
+    customers: values.customers === undefined ? 32 : positive('customers', values.customers, { integer: true }),
+    seconds: values.seconds === undefined ? 10 : positive('seconds', values.seconds, { integer: false }),
+    journeys: values.journeys === undefined ? undefined : positive('journeys', values.journeys, { integer: true }),
+  };
+}
+
+async function main() {
+  const opts = parse(process.argv.slice(2));
+  if (opts.help) return console.log(USAGE);
+
+  // Every run starts from nothing, so the figures and the check below are
+  // about this run alone. (The directory is fixed, not a flag: a mistyped
+  // flag should never be able to empty some other directory.)
+  const dir = path.resolve(DATA_DIR);
+  const shown = `./${DATA_DIR}`;
+  const existed = fs.existsSync(dir);
+  fs.rmSync(dir, { recursive: true, force: true });
+  console.log(`${existed ? 'Removed' : 'Using'} ${shown} so this run starts fresh (one SQLite file per worker, every commit synced).`);
+
+  const server = await startServer({ dir });
+  let result;
+  try {
+    const what = opts.journeys === undefined ? `for ${opts.seconds} s` : `for ${opts.journeys} journeys`;
+    console.log(`Shop listening on ${server.url}; ${plural(opts.customers, 'customer')} shopping ${what}...`);
+    result = await runLoad({ url: server.url, host: server.host, customers: opts.customers, seconds: opts.seconds, journeys: opts.journeys });
+  } finally {
+    await server.close();
+  }
+
+  printFigures(result);
+  const { orders, units } = await verify(dir, result);
+  console.log(`verified: ${fmt(orders)} orders on disk, one for every acknowledged checkout of ${plural(result.checkouts.size, 'customer')}; ${fmt(units)} units reserved, as ordered`);
+}
+
+function printFigures(r) {
+  const rows = [
+    ['journeys', `${fmt(r.journeys)} in ${r.seconds.toFixed(1)} s`],
+    ['journeys/s', fmt(r.journeysPerSec)],
+    ['latency p50 / p99', `${r.p50.toFixed(1)} ms / ${r.p99.toFixed(1)} ms per journey`],
+    ['calls/s', `${fmt(r.callsPerSec)} (${CALLS_PER_JOURNEY} per journey, 4 of them writes)`],
+    ['commits', fmt(r.commits)],
+    ['syncs', fmt(r.syncs)],
+    ['commits per journey', r.journeys ? (r.commits / r.journeys).toFixed(1) : '-'],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  console.log();
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
+  console.log();
+}
+
+/**
+ * Opens the directory again, as a restarted server would, and compares what is
+ * on disk with what the customers were told: each customer's orders must be
+ * exactly its acknowledged checkouts, and the Inventories must hold exactly the
+ * units those orders reserved.
+ * @returns {Promise<{ orders: number, units: number }>} what was found
+ */
+async function verify(dir, { checkouts, units }) {
+  const host = await open({ dir });
+  try {
+    let total = 0;
+    const wrong = [];
+    for (const [id, expected] of checkouts) {
+      const found = (await host.get(Cart, id).orders()).length;
+      total += found;
+      if (found !== expected) wrong.push(`${id}: ${found} orders on disk, ${expected} checkouts acknowledged`);
+    }
+    if (wrong.length > 0) throw new VerificationError(`verification failed:\n  ${wrong.join('\n  ')}`);
+
+    let reserved = 0;
+    for await (const sku of host.ids(Inventory)) reserved += (await host.get(Inventory, sku).status()).reserved;
+    if (reserved !== units) throw new VerificationError(`verification failed: ${reserved} units reserved on disk, checkouts reserved ${units}`);
+    return { orders: total, units: reserved };
+  } finally {
+    await host.close();
+  }
+}
+
+function plural(n, noun) {
+  return `${fmt(n)} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+function fmt(n) {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+main().catch((err) => {
+  if (err instanceof UsageError) {
+    console.error(`${err.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  // An answer from the server or a failed check explains itself; anything
+  // else is a bug, and its stack says where.
+  const expected = err?.status !== undefined || err instanceof VerificationError;
+  console.error(`shop failed: ${expected ? err.message : (err?.stack ?? err)}`);
+  // Something may still hold the event loop (a socket, the host); the failure
+  // has been reported, so do not wait for it.
+  process.exit(1);
+});

@@ -1,0 +1,153 @@
+'use strict';
+// The shop over HTTP: a plain node:http server in front of the durable host.
+//
+//   GET    /cart/:id               the cart
+//   POST   /cart/:id/items         add { sku, qty, price }   (price in cents)
+//   DELETE /cart/:id/items/:sku    remove a product
+//   POST   /cart/:id/checkout      place the order
+//   GET    /cart/:id/orders        past orders, newest first
+//
+// The server holds no state of its own and takes no locks: each request is one
+// call on the customer's Cart, and the worker's mailbox puts concurrent calls
+// for one customer in order. A 2xx response means the change is on disk.
+const http = require('node:http');
+const { open } = require('durable-workers');
+const { Cart } = require('./cart');
+
+/** A request body larger than this is refused: a cart line is a few dozen bytes. */
+const MAX_BODY = 64 * 1024;
+
+/**
+ * How each DurableError code reads over HTTP. The ones a client can cause or
+ * retry get a 4xx or 503; the rest are the server's fault.
+ */
+const STATUS = {
+  ERR_DURABLE_BUSY: 503, // the customer's mailbox is full: retry later
+  ERR_DURABLE_CLOSED: 503, // shutting down
+  ERR_DURABLE_SHARD_LOST: 503,
+  ERR_DURABLE_ID: 400, // the id in the URL is not usable (too long, say)
+  ERR_DURABLE_NAME: 400,
+  ERR_DURABLE_STATE_TOO_LARGE: 413,
+  ERR_DURABLE_UNCLONEABLE: 400,
+};
+
+/**
+ * Opens the durable host in `dir` and serves the shop on 127.0.0.1.
+ * @param {{ dir: string, port?: number } & Record<string, unknown>} options
+ *   `port` 0 (the default) takes a free one; anything else is passed to `open()`
+ *   (`durability`, `maxLive`, ...).
+ * @returns {Promise<{ url: string, host: import('durable-workers').Host, close(): Promise<void> }>}
+ */
+async function startServer({ dir, port = 0, ...openOptions }) {
+  const host = await open({ dir, ...openOptions });
+  const server = http.createServer((req, res) => {
+    handle(host, req, res).catch((err) => fail(res, err));
+  });
+  // The load driver keeps its connections open between journeys; the default
+  // 5 s would have it reconnecting mid-run for no reason.
+  server.keepAliveTimeout = 30_000;
+
+  try {
+    await new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+  } catch (err) {
+    await host.close();
+    throw err;
+  }
+  const url = `http://127.0.0.1:${server.address().port}`;
+
+  let closing = null;
+  /** Stops taking requests, lets those in flight finish, then closes the host. */
+  function close() {
+    closing ??= (async () => {
+      await new Promise((resolve) => {
+        server.close(resolve);
+        server.closeIdleConnections();
+      });
+      await host.close();
+    })();
+    return closing;
+  }
+  return { url, host, close };
+}
+
+async function handle(host, req, res) {
+  const { pathname } = new URL(req.url, 'http://shop');
+  // Split before decoding, so an id may hold an encoded '/'.
+  const parts = pathname.split('/').slice(1).map(decodeURIComponent);
+  if (parts[0] !== 'cart' || parts.length < 2) return send(res, 404, error('NOT_FOUND', `no route for ${pathname}`));
+  const cart = host.get(Cart, parts[1]);
+  const route = `${req.method} ${parts.slice(2).join('/').replace(/^items\/.*/, 'items/:sku')}`;
+
+  switch (route) {
+    case 'GET ':
+      return send(res, 200, await cart.browse());
+    case 'POST items':
+      return send(res, 200, await cart.add(await readJson(req)));
+    case 'DELETE items/:sku':
+      return send(res, 200, await cart.remove(parts.slice(3).join('/')));
+    case 'POST checkout':
+      return send(res, 201, await cart.checkout());
+    case 'GET orders':
+      return send(res, 200, await cart.orders());
+    default:
+      return send(res, 404, error('NOT_FOUND', `no route for ${req.method} ${pathname}`));
+  }
+}
+
+/** Reads a JSON body, refusing anything that is not a small JSON object. */
+async function readJson(req) {
+  let size = 0;
+  const chunks = [];
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw Object.assign(new Error(`the body is over ${MAX_BODY} bytes`), { status: 413, code: 'BODY_TOO_LARGE' });
+    chunks.push(chunk);
+  }
+  let body;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw Object.assign(new Error('the body is not valid JSON'), { status: 400, code: 'BAD_JSON' });
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw Object.assign(new Error('the body must be a JSON object'), { status: 400, code: 'BAD_JSON' });
+  }
+  return body;
+}
+
+function fail(res, err) {
+  let status;
+  let code;
+  if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) {
+    // Switch on the code, not on instanceof: codes are the stable contract.
+    code = err.code;
+    status = STATUS[code] ?? 500;
+  } else if (err instanceof URIError) {
+    [status, code] = [400, 'BAD_URL'];
+  } else if (err instanceof TypeError || err instanceof RangeError) {
+    // Thrown by Cart's own checks; it reaches us as the same kind of error.
+    [status, code] = [400, 'BAD_REQUEST'];
+  } else {
+    status = err?.status ?? 500;
+    code = status === 500 ? 'INTERNAL' : err.code;
+  }
+  if (status === 500) console.error(err);
+  if (res.headersSent) return res.destroy();
+  if (status === 503) res.setHeader('retry-after', '1');
+  send(res, status, error(code, err?.message ?? String(err)));
+}
+
+function error(code, message) {
+  return { error: { code, message } };
+}
+
+function send(res, status, body) {
+  const json = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+module.exports = { startServer };
