@@ -1,0 +1,349 @@
+#!/usr/bin/env node
+'use strict';
+// The benchmark: durable-workers against a hand-rolled better-sqlite3
+// baseline, both measured in this run on this machine, then the write
+// scenarios again on an emulated slow (5 ms per sync) device.
+//
+//   node bench/run.js [--quick] [--json]
+//
+// Every scenario runs in its own fresh Node process (bench/child.js) on its
+// own empty directory under os.tmpdir(); the directory tree is removed at the end.
+
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { runInChild } = require('./child');
+const { DEFAULTS } = require('./scenarios');
+const { slowSyncEnv } = require('./slowsync');
+const { renderTable, formatNumber, formatRatio, formatMicros } = require('./table');
+
+const USAGE = `usage: node bench/run.js [--quick] [--json]
+  --quick  short scenarios (a smoke run; figures are rough)
+  --json   also write every figure to bench/results.json`;
+
+/** Scenario lengths. Full: about a minute in all on this machine; quick: about 15 s. */
+const PLANS = {
+  full: { seconds: 4, rounds: 3, deviceSeconds: 2, count: DEFAULTS.count, createCount: DEFAULTS.createCount, slowSeconds: 3 },
+  quick: { seconds: 0.6, rounds: 3, deviceSeconds: 0.5, count: 200, createCount: 256, slowSeconds: 0.9 },
+};
+const CREATE_MAX_SECONDS = 10;
+const SLOW_SYNC_MS = 5;
+const RSS_TIMEOUT_MS = 40_000;
+/** Extra time a child gets beyond its scenario's own length: process start, open, close. */
+const CHILD_SLACK_MS = 15_000;
+
+const SYSTEMS = [
+  { key: 'durable', label: 'durable-workers', module: 'durable.js' },
+  { key: 'baseline', label: 'better-sqlite3 baseline', module: 'baseline.js' },
+];
+
+/**
+ * The rows of the main table. The ratio is always durable ÷ baseline; the
+ * memory rows say in their label that lower is better.
+ */
+function mainRows(plan) {
+  const timedOpts = { seconds: plan.seconds, rounds: plan.rounds };
+  const timedTimeout = plan.seconds * 1000 + CHILD_SLACK_MS;
+  const n = formatNumber(plan.count);
+  return [
+    { key: 'serial', label: 'serial write calls, one worker', opts: timedOpts, timeoutMs: timedTimeout, notes: latencyNotes },
+    { key: 'burst', label: `${DEFAULTS.width} concurrent write calls, one worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: commitNotes },
+    { key: 'read', label: `read-only calls, ${DEFAULTS.width} concurrent`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
+    { key: 'rssWrite', label: `RSS per open worker, ${n} open, each written (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
+    // Reads the workers the previous row wrote, in a new process.
+    { key: 'rssRead', label: `RSS per open worker, ${n} open, each only read (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
+    {
+      key: 'create',
+      label: `new workers created with one write, ${DEFAULTS.width} at a time`,
+      opts: { count: plan.createCount, maxSeconds: CREATE_MAX_SECONDS },
+      timeoutMs: CREATE_MAX_SECONDS * 1000 + CHILD_SLACK_MS,
+      notes: createNotes,
+    },
+  ];
+}
+
+/** The write rows again, for the slow device. */
+function slowRows(plan) {
+  const opts = { seconds: plan.slowSeconds, rounds: plan.rounds };
+  const timeoutMs = plan.slowSeconds * 1000 + CHILD_SLACK_MS;
+  return [
+    { key: 'serial', label: 'serial write calls, one worker', opts, timeoutMs, notes: latencyNotes },
+    { key: 'burst', label: `${DEFAULTS.width} concurrent write calls, one worker`, opts, timeoutMs, notes: commitNotes },
+  ];
+}
+
+// ----- notes column: secondary figures that explain the headline ones -----
+
+function latencyNotes(d, b) {
+  const parts = [];
+  if (d.notes?.p50us !== undefined && b.notes?.p50us !== undefined) {
+    parts.push(`p50 ${formatMicros(d.notes.p50us)} vs ${formatMicros(b.notes.p50us)}`);
+  }
+  return [...parts, ...costNotes(d), ...spreadNotes(d, b)].join('; ');
+}
+
+function commitNotes(d, b) {
+  return [...costNotes(d), ...spreadNotes(d, b)].join('; ');
+}
+
+function readNotes(d, b) {
+  return spreadNotes(d, b).join('; ');
+}
+
+/** Slowest and fastest round of each system: how far to trust the median. */
+function spreadNotes(d, b) {
+  const range = (r) =>
+    r?.notes?.min === undefined ? '?' : `${formatThousands(r.notes.min)}–${formatThousands(r.notes.max)}`;
+  return [`rounds ${range(d)} vs ${range(b)}`];
+}
+
+/** A rate in thousands, compactly: 4,672 → "4.7k". */
+function formatThousands(n) {
+  return n >= 1000 ? `${formatNumber(n / 1000)}k` : formatNumber(n);
+}
+
+/** Commits and syncs per operation, from the system's own counters. */
+function costNotes(d, per = 'call') {
+  const parts = [];
+  if (d.notes?.commitsPerCall !== undefined) parts.push(`commits/${per} ${formatNumber(d.notes.commitsPerCall)}`);
+  if (d.notes?.syncsPerCall !== undefined) parts.push(`syncs/${per} ${formatNumber(d.notes.syncsPerCall)}`);
+  return parts;
+}
+
+function liveNotes(d) {
+  if (d.notes?.live === undefined) return '';
+  return `${formatNumber(d.notes.live)} live at the end (${DEFAULTS.warmWorkers} of them warm-up, not counted)`;
+}
+
+function createNotes(d) {
+  const parts = [];
+  if (d.notes?.created !== undefined) parts.push(`${formatNumber(d.notes.created)} created`);
+  if (d.notes?.catalogCommitsPerCall !== undefined) {
+    parts.push(`catalog commits/worker ${formatNumber(d.notes.catalogCommitsPerCall)}`);
+  }
+  if (d.notes?.evictedPerCall !== undefined) parts.push(`evicted/worker ${formatNumber(d.notes.evictedPerCall)}`);
+  return [...parts, ...costNotes(d, 'worker')].join('; ');
+}
+
+// ----- running -----
+
+function progress(message) {
+  process.stderr.write(`… ${message}\n`);
+}
+
+/** Runs one row's scenario for each system, one fresh child process each. */
+async function runRow(row, root, env) {
+  const out = {};
+  for (const system of SYSTEMS) {
+    progress(`${system.label}: ${row.label}${env ? ' (slow device)' : ''}`);
+    const dir = path.join(root, `${system.key}-${row.dirKey ?? row.key}`);
+    out[system.key] = await runInChild({
+      module: system.module,
+      scenario: row.key,
+      opts: { dir, ...row.opts },
+      env,
+      timeoutMs: row.timeoutMs,
+    });
+  }
+  return out;
+}
+
+/** What the code under test is: the git commit and whether the tree differs from it. */
+function gitDescription() {
+  try {
+    const cwd = path.join(__dirname, '..');
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head} + uncommitted changes` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+// ----- report -----
+
+/**
+ * Collects error and warning texts as numbered footnotes; the same text from
+ * several scenarios (say, a package that does not load) is one footnote.
+ */
+class Footnotes {
+  /** @type {{ text: string, where: string[] }[]} */
+  items = [];
+
+  /** The cell text for a result, with a footnote mark when something went wrong. */
+  cell(result, where) {
+    if (!result || result.error) {
+      const e = result?.error ?? { message: 'not run' };
+      return `error ${this.#mark(where, `${e.code ? `${e.code}: ` : ''}${e.message}`)}`;
+    }
+    const value = `${formatNumber(result.value)} ${result.unit}`;
+    if (!result.warnings?.length) return value;
+    return `${value} ${this.#mark(where, result.warnings.join('; '))}`;
+  }
+
+  #mark(where, text) {
+    let index = this.items.findIndex((item) => item.text === text);
+    if (index < 0) index = this.items.push({ text, where: [] }) - 1;
+    this.items[index].where.push(where);
+    return `[${index + 1}]`;
+  }
+
+  render() {
+    return this.items
+      .map(({ text, where }, i) => `[${i + 1}] ${where.join('; ')}:\n    ${text.replace(/\n/g, '\n    ')}`)
+      .join('\n');
+  }
+}
+
+const ok = (r) => r && !r.error && Number.isFinite(r.value);
+
+function tableFor(rows, results, footnotes, extraRows = []) {
+  const body = rows.map((row) => {
+    const d = results[row.key].durable;
+    const b = results[row.key].baseline;
+    return [
+      row.label,
+      footnotes.cell(d, `durable-workers, ${row.label}`),
+      footnotes.cell(b, `baseline, ${row.label}`),
+      ok(d) && ok(b) ? formatRatio(d.value / b.value) : '–',
+      ok(d) && row.notes ? row.notes(d, b) : '',
+    ];
+  });
+  return renderTable(
+    ['scenario', 'durable-workers', 'better-sqlite3 baseline', 'ratio', 'notes (durable-workers figures; "vs" gives the baseline\'s)'],
+    [...body, ...extraRows],
+    ['left', 'right', 'right', 'right', 'left'],
+  );
+}
+
+function deviceLine(result, footnotes) {
+  if (!ok(result)) return footnotes.cell(result, 'device sync');
+  const n = result.notes;
+  return (
+    `${formatNumber(result.value)} syncs/s, ${formatMicros(n.usPerSync)} per sync ` +
+    `(p50 ${formatMicros(n.p50us)}, p99 ${formatMicros(n.p99us)})`
+  );
+}
+
+/** Burst ÷ serial on the slow device: how much commit sharing buys. */
+function burstRatioRow(results) {
+  const ratio = (system) => {
+    const s = results.serial[system];
+    const b = results.burst[system];
+    return ok(s) && ok(b) ? b.value / s.value : NaN;
+  };
+  const d = ratio('durable');
+  const verdict = Number.isFinite(d) ? (d >= 20 ? 'target ≥ 20×: met' : 'target ≥ 20×: NOT met') : 'target ≥ 20×';
+  return ['burst ÷ serial (commit sharing)', formatRatio(d), formatRatio(ratio('baseline')), '', verdict];
+}
+
+async function main() {
+  const { values: flags } = parseArgs({
+    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (flags.help) {
+    console.log(USAGE);
+    return;
+  }
+  const plan = flags.quick ? PLANS.quick : PLANS.full;
+  const cpus = os.cpus();
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${os.platform()} ${os.arch()} ${os.release()}`,
+    cpu: `${cpus[0]?.model ?? 'unknown'} × ${cpus.length}`,
+    command: ['node', path.relative(process.cwd(), process.argv[1]) || process.argv[1], ...process.argv.slice(2)].join(' '),
+    code: gitDescription(),
+    plan: flags.quick ? 'quick' : 'full',
+  };
+
+  // Under os.tmpdir() (a real disk here), never /dev/shm: syncs must reach a device.
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-'));
+  const cleanup = () => fs.rmSync(root, { recursive: true, force: true });
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  const started = Date.now();
+  let device;
+  let results;
+  let slow = { device: undefined, results: undefined, error: undefined };
+  try {
+    progress(`device sync rate (${plan.deviceSeconds} s)`);
+    device = await runInChild({
+      module: 'device.js',
+      scenario: 'sync',
+      opts: { dir: path.join(root, 'device'), seconds: plan.deviceSeconds },
+    });
+
+    results = {};
+    for (const row of mainRows(plan)) results[row.key] = await runRow(row, root);
+
+    let env;
+    try {
+      env = slowSyncEnv(SLOW_SYNC_MS);
+    } catch (err) {
+      slow.error = err.message;
+    }
+    if (env) {
+      const slowRoot = path.join(root, 'slow');
+      progress(`device sync rate under the slowsync shim (${plan.deviceSeconds} s)`);
+      slow.device = await runInChild({
+        module: 'device.js',
+        scenario: 'sync',
+        opts: { dir: path.join(slowRoot, 'device'), seconds: plan.deviceSeconds },
+        env,
+      });
+      slow.results = {};
+      for (const row of slowRows(plan)) slow.results[row.key] = await runRow(row, slowRoot, env);
+    }
+  } finally {
+    cleanup();
+  }
+  const elapsed = (Date.now() - started) / 1000;
+
+  const footnotes = new Footnotes();
+  const lines = [
+    'durable-workers benchmark',
+    `date:     ${meta.date}`,
+    `node:     ${meta.node} on ${meta.platform}`,
+    `cpu:      ${meta.cpu}`,
+    `command:  ${meta.command}`,
+    `code:     ${meta.code}`,
+    `method:   each scenario in a fresh process on an empty directory under ${os.tmpdir()}; ` +
+      `throughput is the median of ${plan.rounds} rounds over ${plan.seconds} s ` +
+      `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
+    `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
+    '',
+    tableFor(mainRows(plan), results, footnotes),
+    '',
+  ];
+  if (slow.results) {
+    lines.push(
+      `On the emulated ${SLOW_SYNC_MS} ms device (LD_PRELOAD bench/slowsync, +${SLOW_SYNC_MS} ms per fsync/fdatasync; ` +
+        `device under it: ${deviceLine(slow.device, footnotes)})`,
+      '',
+      tableFor(slowRows(plan), slow.results, footnotes, [burstRatioRow(slow.results)]),
+      '',
+    );
+  } else {
+    lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
+  }
+  if (footnotes.items.length) lines.push(footnotes.render(), '');
+  lines.push(`total time ${elapsed.toFixed(0)} s`);
+  console.log(lines.join('\n'));
+
+  if (flags.json) {
+    const file = path.join(__dirname, 'results.json');
+    const data = { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow };
+    fs.writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+    console.log(`results written to ${path.relative(process.cwd(), file)}`);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

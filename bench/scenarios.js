@@ -1,0 +1,231 @@
+'use strict';
+// The benchmark scenarios, written once against a minimal "system" shape so
+// that durable-workers and the better-sqlite3 baseline run exactly the same
+// workload. Each system module (durable.js, baseline.js) supplies an opener.
+
+const { performance } = require('node:perf_hooks');
+const { percentile, timed, settledRss, inBatches } = require('./measure');
+
+/**
+ * @typedef {object} Worker
+ * @property {() => Promise<number>} incr reads the counter, stores it + 1, returns it once durable
+ * @property {() => Promise<number>} read returns the counter (0 if never written)
+ */
+
+/**
+ * @typedef {object} System
+ * @property {(id: string) => Worker} worker a handle on one worker; does no I/O by itself
+ * @property {() => Record<string, number>} counters cumulative cost counters (commits, syncs, ...)
+ * @property {() => Promise<void>} close
+ */
+
+/**
+ * @typedef {object} OpenOptions
+ * @property {string} dir data directory
+ * @property {number} [maxLive] open workers at most (the LRU bound)
+ */
+
+/** Default widths and sizes, shared so the table can name them. */
+const DEFAULTS = { width: 64, count: 1000, warmWorkers: 64, createCount: 1024 };
+
+/**
+ * Builds the scenario functions for one system.
+ * @param {(opts: OpenOptions) => Promise<System>} openSystem
+ * @returns {Record<string, (opts: object) => Promise<import('./child').ScenarioResult>>}
+ */
+function defineScenarios(openSystem) {
+  /** Opens the system, runs `body`, and always closes it. */
+  async function withSystem(openOpts, body) {
+    const system = await openSystem(openOpts);
+    try {
+      return await body(system);
+    } finally {
+      await system.close();
+    }
+  }
+
+  return {
+    /** (a) `await worker.incr()` in a loop: one call in flight. */
+    async serial({ dir, seconds, rounds }) {
+      return withSystem({ dir }, async (system) => {
+        const worker = system.worker('c');
+        const latencies = [];
+        let calls = 0;
+        const before = system.counters();
+        const r = await timed({
+          seconds,
+          rounds,
+          step: async () => {
+            const t = performance.now();
+            await worker.incr();
+            latencies.push(performance.now() - t);
+            calls++;
+            return 1;
+          },
+        });
+        const cost = perCall(before, system.counters(), calls);
+        latencies.sort((a, b) => a - b);
+        const result = rateResult(r, 'calls/s', {
+          p50us: percentile(latencies, 50) * 1000,
+          p99us: percentile(latencies, 99) * 1000,
+          ...cost,
+        });
+        await checkCounter(result, worker, calls);
+        return result;
+      });
+    },
+
+    /** (b) `width` concurrent `incr()` calls on one worker, awaited together, repeated. */
+    async burst({ dir, seconds, rounds, width = DEFAULTS.width }) {
+      return withSystem({ dir }, async (system) => {
+        const worker = system.worker('c');
+        let calls = 0;
+        const before = system.counters();
+        const r = await timed({
+          seconds,
+          rounds,
+          step: async () => {
+            await Promise.all(Array.from({ length: width }, () => worker.incr()));
+            calls += width;
+            return width;
+          },
+        });
+        const result = rateResult(r, 'calls/s', { width, ...perCall(before, system.counters(), calls) });
+        await checkCounter(result, worker, calls);
+        return result;
+      });
+    },
+
+    /** (c) `width` concurrent `read()` calls on one written worker, repeated. */
+    async read({ dir, seconds, rounds, width = DEFAULTS.width }) {
+      return withSystem({ dir }, async (system) => {
+        const worker = system.worker('c');
+        await worker.incr();
+        let wrong = 0;
+        const r = await timed({
+          seconds,
+          rounds,
+          step: async () => {
+            const values = await Promise.all(Array.from({ length: width }, () => worker.read()));
+            for (const v of values) if (v !== 1) wrong++;
+            return width;
+          },
+        });
+        const result = rateResult(r, 'calls/s', { width });
+        if (wrong) warn(result, `${wrong} reads did not return the stored value 1`);
+        return result;
+      });
+    },
+
+    /**
+     * (d) Resident memory per open worker: `count` workers each written once
+     * and kept open. Runs in a fresh process (the child runner), and measures
+     * after `warmWorkers` workers are already open so one-time costs (code,
+     * thread pools, the first page caches) are not charged to the workers.
+     */
+    async rssWrite({ dir, count = DEFAULTS.count, warmWorkers = DEFAULTS.warmWorkers }) {
+      return residentPerWorker({ dir, count, warmWorkers, touch: (w) => w.incr(), expected: 1 });
+    },
+
+    /**
+     * (d') The same, but each worker is only read: it was written by an
+     * earlier rssWrite run on the same `dir`, so it is opened from its file.
+     */
+    async rssRead({ dir, count = DEFAULTS.count, warmWorkers = DEFAULTS.warmWorkers }) {
+      return residentPerWorker({ dir, count, warmWorkers, touch: (w) => w.read(), expected: 1 });
+    },
+
+    /**
+     * (e) New workers, one write each, `width` at a time, until `count` exist
+     * or `maxSeconds` pass. The system keeps its default bound on open
+     * workers, so older ones are closed as new ones arrive.
+     */
+    async create({ dir, count = DEFAULTS.createCount, width = DEFAULTS.width, maxSeconds = 10 }) {
+      return withSystem({ dir }, async (system) => {
+        let next = 0;
+        let wrong = 0;
+        const createBatch = async () => {
+          const values = await Promise.all(
+            Array.from({ length: width }, () => system.worker(`new-${next++}`).incr()),
+          );
+          for (const v of values) if (v !== 1) wrong++;
+        };
+        await createBatch(); // warm-up, not counted
+        const before = system.counters();
+        const start = performance.now();
+        let created = 0;
+        while (created < count && performance.now() - start < maxSeconds * 1000) {
+          await createBatch();
+          created += width;
+        }
+        const elapsed = (performance.now() - start) / 1000;
+        const result = {
+          value: created / elapsed,
+          unit: 'workers/s',
+          notes: { created, elapsed, width, ...perCall(before, system.counters(), created) },
+        };
+        if (wrong) warn(result, `${wrong} new workers did not return 1 from their first incr()`);
+        return result;
+      });
+    },
+  };
+
+  /** Shared body of rssWrite/rssRead. */
+  async function residentPerWorker({ dir, count, warmWorkers, touch, expected }) {
+    const maxLive = 2 * (count + warmWorkers);
+    return withSystem({ dir, maxLive }, async (system) => {
+      let wrong = 0;
+      const check = (v) => {
+        if (v !== expected) wrong++;
+      };
+      await inBatches(warmWorkers, DEFAULTS.width, async (i) => check(await touch(system.worker(`warm-${i}`))));
+      const before = await settledRss();
+      await inBatches(count, DEFAULTS.width, async (i) => check(await touch(system.worker(`w-${i}`))));
+      const after = await settledRss();
+      const counters = system.counters();
+      const result = {
+        value: (after - before) / count / 1024,
+        unit: 'KB/worker',
+        notes: { count, rssBeforeMB: before / 2 ** 20, rssAfterMB: after / 2 ** 20, ...counters },
+      };
+      if (wrong) warn(result, `${wrong} of ${count + warmWorkers} workers did not return ${expected}`);
+      if (typeof counters.live === 'number' && counters.live < count + warmWorkers) {
+        warn(result, `only ${counters.live} workers live at the end; the figure is not per open worker`);
+      }
+      return result;
+    });
+  }
+}
+
+/** A throughput result with its spread. */
+function rateResult(r, unit, notes) {
+  return { value: r.rate, unit, notes: { min: r.min, max: r.max, ops: r.ops, ...notes } };
+}
+
+/** Cost counters divided by calls: e.g. commits per call, syncs per call. */
+function perCall(before, after, calls) {
+  const out = {};
+  for (const [key, value] of Object.entries(after)) {
+    if (typeof value === 'number' && typeof before[key] === 'number' && key !== 'live') {
+      out[`${key}PerCall`] = (value - before[key]) / calls;
+    }
+  }
+  return out;
+}
+
+/**
+ * The scenario started on an empty directory and made `calls` increments
+ * (warm-up included), each serialised by the worker, so the counter must read
+ * exactly `calls`: checks the system did not lose or double updates under load.
+ */
+async function checkCounter(result, worker, calls) {
+  const value = await worker.read();
+  if (value !== calls) warn(result, `counter reads ${value} after ${calls} increments`);
+  result.notes.counter = value;
+}
+
+function warn(result, message) {
+  (result.warnings ??= []).push(message);
+}
+
+module.exports = { defineScenarios, DEFAULTS };
