@@ -38,6 +38,17 @@ function sizeOf(key, entry) {
   return entry ? Buffer.byteLength(key) + entry.bytes.length : 0;
 }
 
+/** A promise with its settle functions; rejections are handled by whoever awaits it. */
+function deferred() {
+  let resolve, reject;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
 class DurableState {
   #who;
   #native;
@@ -211,22 +222,17 @@ class DurableState {
 
   /**
    * Starts (or joins) the commit that carries every write so far and returns
-   * its promise; null when nothing is dirty or in flight.
+   * its promise; null when nothing is dirty or in flight. Promises resolve in
+   * the order their commits were started.
    * @returns {Promise<void> | null}
    */
   flush() {
     if (this.#failed) return Promise.reject(this.#failed);
     if (this.#pending.size === 0) return this.#tail;
-    if (this.#inflight === null) return this.#start() ?? this.#tail;
+    if (this.#inflight === null) return this.#start(null) ?? this.#tail;
     if (this.#next === null) {
-      let resolve, reject;
-      const promise = new Promise((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      promise.catch(() => {});
-      this.#next = { promise, resolve, reject };
-      this.#tail = promise;
+      this.#next = deferred();
+      this.#tail = this.#next.promise;
     }
     return this.#next.promise;
   }
@@ -236,43 +242,47 @@ class DurableState {
     return this.#inflight !== null || this.#pending.size > 0;
   }
 
-  /** Hands the dirty keys to a commit; its promise, or null when all were no-ops. */
-  #start() {
+  /**
+   * Hands the dirty keys to a commit settled through `d` (made here if null).
+   * Returns its promise, or null when every dirty key was back to its stored bytes.
+   */
+  #start(d) {
     const batch = this.#takeBatch();
-    if (batch === null) return null;
+    if (batch === null) {
+      if (d !== null) {
+        if (this.#tail === d.promise) this.#tail = null;
+        d.resolve();
+      }
+      return null;
+    }
+    d ??= deferred();
     const commit = this.#hasFile
       ? this.#native.write(batch.keys, batch.tags, batch.values, batch.deletes)
       : this.#native.create(batch.keys, batch.tags, batch.values, batch.deletes);
-    const p = commit.then(
+    this.#inflight = d;
+    this.#tail = d.promise;
+    commit.then(
       () => {
         this.#hasFile = true;
         this.#inflight = null;
         const next = this.#next;
         this.#next = null;
-        if (next === null) {
-          if (this.#tail === p) this.#tail = null;
-          return;
-        }
-        const q = this.#start();
-        if (q !== null) {
-          q.then(next.resolve, next.reject);
-        } else {
-          if (this.#tail === next.promise) this.#tail = null;
-          next.resolve();
-        }
+        if (next === null && this.#tail === d.promise) this.#tail = null;
+        // NOTE: resolve this commit's waiters before starting the next one, so
+        // that results leave in commit order even when the next batch turns
+        // out to be empty and resolves at once.
+        d.resolve();
+        if (next !== null) this.#start(next);
       },
       (err) => {
         this.#inflight = null;
         this.#failed = err;
+        d.reject(err);
         if (this.#next !== null) this.#next.reject(err);
         this.#next = null;
-        throw err;
       },
     );
-    p.catch(() => {});
-    this.#inflight = p;
-    this.#tail = p;
-    return p;
+    return d.promise;
   }
 
   /** Takes the dirty keys into a batch; null when every one is back to its stored bytes. */
