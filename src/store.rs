@@ -181,9 +181,17 @@ impl WorkerFile {
         &self.path
     }
 
-    /// Closes the connection (SQLite checkpoints the WAL into the file).
+    /// Checkpoints the WAL into the file and empties it, then closes. The WAL
+    /// file itself is kept (see `sqlite::persist_wal`); emptied, it cannot be
+    /// replayed over a database file that later replaces this one.
     pub fn close(self) -> Result<()> {
         let path = self.path;
+        // TRUNCATE empties the WAL only after every frame is in the database
+        // file and synced; if it cannot, the frames stay and are recovered on
+        // the next open.
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| Error::sqlite("checkpoint", &path, e))?;
         self.conn
             .close()
             .map_err(|(_, e)| Error::sqlite("close", &path, e))
