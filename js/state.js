@@ -237,11 +237,6 @@ class DurableState {
     return this.#next.promise;
   }
 
-  /** True while a commit is in flight or writes wait for one. */
-  get busy() {
-    return this.#inflight !== null || this.#pending.size > 0;
-  }
-
   /**
    * Hands the dirty keys to a commit settled through `d` (made here if null).
    * Returns its promise, or null when every dirty key was back to its stored bytes.
@@ -370,4 +365,4 @@ class DurableState {
   }
 }
 
-module.exports = { DurableState, MAX_VALUE, MAX_TOTAL, MAX_KEY };
+module.exports = { DurableState };

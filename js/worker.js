@@ -48,4 +48,4 @@ function callableMethods(Class) {
   return names;
 }
 
-module.exports = { DurableWorker, construct, callableMethods, HOOKS };
+module.exports = { DurableWorker, construct, callableMethods };
