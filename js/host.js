@@ -34,13 +34,14 @@ class Host extends EventEmitter {
   #inner;
 
   /** @internal use open() */
-  constructor(native, options) {
+  constructor(native, commits, options) {
     super();
     this.#native = native;
     this.#options = options;
     const host = this;
     this.#inner = {
       native,
+      commits,
       mailboxLimit: options.mailbox,
       busy: (w) => host.#busy(w),
       idle: (w) => host.#idle(w),
@@ -157,6 +158,7 @@ class Host extends EventEmitter {
       }
       await Promise.all(waits);
       await this.#native.close();
+      this.#inner.commits.close();
     })();
     return this.#closing;
   }

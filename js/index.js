@@ -6,6 +6,7 @@ const { Host } = require('./host');
 const { DurableWorker } = require('./worker');
 const { DurableError, codes, fromNative } = require('./errors');
 const { validate } = require('./options');
+const { Commits } = require('./commits');
 
 /**
  * Opens (creating if needed) a durable directory and takes ownership of it.
@@ -16,13 +17,15 @@ const { validate } = require('./options');
  */
 async function open(options) {
   const o = validate(options);
+  const commits = new Commits();
   let native;
   try {
-    native = NativeHost.open(o.dir, { durability: o.durability, maxLive: o.maxLive, evictAfterMs: o.evictAfter });
+    native = NativeHost.open(o.dir, { durability: o.durability, maxLive: o.maxLive, evictAfterMs: o.evictAfter }, commits.done);
   } catch (err) {
+    commits.close();
     throw fromNative(err, `open(${JSON.stringify(o.dir)})`);
   }
-  return new Host(native, o);
+  return new Host(native, commits, o);
 }
 
 module.exports = { open, DurableWorker, DurableError, codes };

@@ -24,7 +24,7 @@ const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [] })
 
 class LiveWorker {
   /**
-   * @param {object} host the Host's internal face: { native, mailbox, busy(w), idle(w), failed(w, err), ctxFor(w) }
+   * @param {object} host the Host's internal face: { native, commits, mailboxLimit, busy(w), idle(w), failed(w), ctxFor(w) }
    * @param {{ Class: Function, name: string }} binding
    * @param {string} id
    * @param {string} key
@@ -44,8 +44,13 @@ class LiveWorker {
     /** Resolves when the worker has closed (set when closing starts). */
     this.closed = null;
     const who = () => this.who;
-    this.native = host.native.worker(binding.name, id);
-    this.state = new DurableState(who, this.native, () => this.#dirtyOutsideCall());
+    const native = host.native.worker(binding.name, id);
+    this.native = native;
+    const storage = {
+      write: (keys, tags, values, deletes) => host.commits.write(native, keys, tags, values, deletes),
+      create: (keys, tags, values, deletes) => native.create(keys, tags, values, deletes),
+    };
+    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall());
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),

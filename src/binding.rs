@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use std::future::Future;
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
-use napi::{Env, Status, Task};
+use napi::bindgen_prelude::{Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
 use crate::catalog::{Op, Reply};
+use crate::committer::Committer;
 use crate::engine::{Engine, Worker};
 use crate::error::{Error, Result};
 use crate::evict::{LiveSet, Reason};
@@ -138,67 +140,48 @@ fn to_batch(
     Ok(Batch { sets, deletes })
 }
 
-/// One commit on the libuv pool. The failure is kept as our own error so the
-/// rejection carries its code.
-pub struct WriteTask {
-    worker: Arc<Worker>,
-    batch: Batch,
-    failure: Option<Error>,
+/// Called on the JS thread when a commit ends: `(id, code, message)`, with an
+/// empty code for success. Weak: it never keeps the event loop open by itself;
+/// the JS layer holds the loop open while it waits for commits.
+type DoneFn = ThreadsafeFunction<
+    (u32, String, String),
+    Unknown<'static>,
+    (u32, String, String),
+    Status,
+    false,
+    true,
+>;
+
+/// What every worker of a host shares to commit: the threads and the way back.
+struct Io {
+    committer: Committer,
+    done: Mutex<Option<DoneFn>>,
 }
 
-impl Task for WriteTask {
-    type Output = ();
-    type JsValue = ();
-
-    fn compute(&mut self) -> napi::Result<()> {
-        if self.worker.needs_file() {
-            self.failure = Some(Error::Shared {
-                context: "write".into(),
-                detail: "the worker has no file yet; its first write is create()".into(),
-            });
-            return Err(napi::Error::from_status(Status::GenericFailure));
-        }
-        // A panic must not unwind into libuv: it becomes an error like any other.
-        let worker = &self.worker;
-        let batch = &self.batch;
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.write(batch)))
-                .unwrap_or_else(|_| {
-                    Err(Error::Shared {
-                        context: "write".into(),
-                        detail: "the storage core panicked; the commit did not happen".into(),
-                    })
-                });
-        outcome.map_err(|e| {
-            self.failure = Some(e);
-            napi::Error::from_status(Status::GenericFailure)
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
-        Ok(())
-    }
-
-    fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<()> {
-        match self.failure.take() {
-            Some(e) => Err(to_js(&env, &e)),
-            None => Err(err),
-        }
-    }
-}
+/// How many commit threads, and how long each polls for more work after a commit.
+const COMMIT_THREADS: usize = 4;
+const COMMIT_SPIN: Duration = Duration::from_micros(100);
 
 /// An open durable directory.
 #[napi]
 pub struct NativeHost {
     engine: Arc<Engine>,
     live: Mutex<LiveSet>,
+    io: Arc<Io>,
 }
 
 #[napi]
 impl NativeHost {
     /// Takes ownership of `dir` (creating it), or fails with ERR_DURABLE_LOCKED.
+    /// `on_done(id, code, message)` is called on the JS thread as each
+    /// `NativeWorker.write` ends.
     #[napi(factory, catch_unwind)]
-    pub fn open(env: &Env, dir: String, options: HostOptions) -> napi::Result<NativeHost> {
+    pub fn open(
+        env: &Env,
+        dir: String,
+        options: HostOptions,
+        on_done: DoneFn,
+    ) -> napi::Result<NativeHost> {
         let durability = Durability::parse(&options.durability).ok_or_else(|| {
             js_error(
                 env,
@@ -208,9 +191,15 @@ impl NativeHost {
         })?;
         let engine = Engine::open(&PathBuf::from(dir), durability).map_err(|e| to_js(env, &e))?;
         let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
+        let committer =
+            Committer::start(COMMIT_THREADS, COMMIT_SPIN).map_err(|e| to_js(env, &e))?;
         Ok(NativeHost {
             engine: Arc::new(engine),
             live: Mutex::new(LiveSet::new(options.max_live as usize, evict_after)),
+            io: Arc::new(Io {
+                committer,
+                done: Mutex::new(Some(on_done)),
+            }),
         })
     }
 
@@ -219,6 +208,7 @@ impl NativeHost {
     pub fn worker(&self, class_name: String, id: String) -> NativeWorker {
         NativeWorker {
             inner: Arc::new(Worker::new(self.engine.clone(), class_name, id)),
+            io: self.io.clone(),
         }
     }
 
@@ -296,7 +286,10 @@ impl NativeHost {
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let engine = self.engine.clone();
+        let io = self.io.clone();
         let fut = blocking(move || {
+            io.committer.stop();
+            drop(io.done.lock().take());
             engine.close();
             Ok(())
         });
@@ -308,6 +301,7 @@ impl NativeHost {
 #[napi]
 pub struct NativeWorker {
     inner: Arc<Worker>,
+    io: Arc<Io>,
 }
 
 #[napi]
@@ -350,24 +344,51 @@ impl NativeWorker {
         promise(env, fut, |()| ())
     }
 
-    /// Commits sets and deletes as one transaction; resolves after the commit.
-    /// Runs on the libuv pool: one hop there and one back, which is most of
-    /// the cost of a serial write besides the sync itself.
-    #[napi(ts_return_type = "Promise<void>")]
+    /// Commits sets and deletes as one transaction on a commit thread; the
+    /// host's `on_done(id, …)` is called when it has committed (or failed).
+    /// The worker must have a file (its first write is `create`).
+    #[napi]
     pub fn write(
         &self,
         env: &Env,
+        id: u32,
         keys: Vec<String>,
         tags: Vec<u32>,
         values: Vec<Buffer>,
         deletes: Vec<String>,
-    ) -> napi::Result<AsyncTask<WriteTask>> {
+    ) -> napi::Result<()> {
         let batch = to_batch(env, keys, tags, values, deletes)?;
-        Ok(AsyncTask::new(WriteTask {
-            worker: self.inner.clone(),
-            batch,
-            failure: None,
-        }))
+        let worker = self.inner.clone();
+        let io = self.io.clone();
+        let job = move || {
+            let outcome = if worker.needs_file() {
+                Err(Error::Shared {
+                    context: "write".into(),
+                    detail: "the worker has no file yet; its first write is create()".into(),
+                })
+            } else {
+                // A panic must not unwind out of the commit thread.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.write(&batch)))
+                    .unwrap_or_else(|_| {
+                        Err(Error::Shared {
+                            context: "write".into(),
+                            detail: "the storage core panicked; the commit did not happen".into(),
+                        })
+                    })
+            };
+            let (code, message) = match outcome {
+                Ok(()) => (String::new(), String::new()),
+                Err(e) => (e.code().to_string(), e.to_string()),
+            };
+            if let Some(done) = io.done.lock().as_ref() {
+                done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        };
+        if self.io.committer.submit(Box::new(job)) {
+            Ok(())
+        } else {
+            Err(to_js(env, &Error::Closed))
+        }
     }
 
     /// Closes the file; the handle is finished.

@@ -21,6 +21,7 @@
 
 pub mod binding;
 pub mod catalog;
+pub mod committer;
 pub mod engine;
 pub mod error;
 pub mod evict;

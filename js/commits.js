@@ -1,0 +1,50 @@
+'use strict';
+// Commits in flight: the JS half of the commit threads (src/committer.rs).
+//
+// A write is handed to a native commit thread with a number; the thread calls
+// back with that number when the commit has landed. The callback alone would
+// not keep Node's event loop running, so while any commit is in flight a
+// referenced timer does; with none in flight the process may exit.
+
+class Commits {
+  /** @type {Map<number, { resolve: () => void, reject: (err: Error) => void }>} */
+  #waiting = new Map();
+  #next = 1;
+  #keepAlive;
+
+  constructor() {
+    this.#keepAlive = setInterval(() => {}, 2 ** 30);
+    this.#keepAlive.unref();
+    /** Passed to the native host: called on the JS thread with [id, code, message] as each commit ends. */
+    this.done = ([id, code, message]) => {
+      const w = this.#waiting.get(id);
+      if (w === undefined) return;
+      this.#waiting.delete(id);
+      if (this.#waiting.size === 0) this.#keepAlive.unref();
+      if (code === '') w.resolve();
+      else w.reject(Object.assign(new Error(message), { code }));
+    };
+  }
+
+  /**
+   * Commits a batch on a commit thread.
+   * @param {{ write: Function }} native the worker's storage handle
+   * @returns {Promise<void>} resolved once the batch is on disk
+   */
+  write(native, keys, tags, values, deletes) {
+    return new Promise((resolve, reject) => {
+      const id = this.#next;
+      this.#next = this.#next >= 0xffffffff ? 1 : this.#next + 1;
+      native.write(id, keys, tags, values, deletes);
+      if (this.#waiting.size === 0) this.#keepAlive.ref();
+      this.#waiting.set(id, { resolve, reject });
+    });
+  }
+
+  /** Stops holding the event loop open (the host is closed). */
+  close() {
+    clearInterval(this.#keepAlive);
+  }
+}
+
+module.exports = { Commits };

@@ -1,0 +1,182 @@
+//! The commit threads: where worker writes run, off the JS thread.
+//!
+//! Guarantee: a submitted job runs exactly once, on one of a fixed set of
+//! threads owned by this module, and jobs run in parallel across threads (the
+//! JS layer keeps one commit in flight per worker, so one worker's commits never
+//! overlap).
+//!
+//! Why not the libuv pool: a serial write is a round trip, JS → thread → JS,
+//! and on a small VM each wake-up of a sleeping thread costs tens of
+//! microseconds, as does the commit itself on a thread that has just woken on
+//! an idle core. So a commit thread that has just finished polls for the next
+//! job for a short while before it sleeps: a caller that writes again as soon
+//! as its previous write resolves finds the thread awake and warm. The poll is
+//! bounded (`spin`), so an idle process burns nothing.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+
+pub type Job = Box<dyn FnOnce() + Send + 'static>;
+
+struct Shared {
+    queue: Mutex<VecDeque<Job>>,
+    wake: Condvar,
+    /// Jobs queued and not yet taken: what a polling thread watches.
+    queued: AtomicUsize,
+    /// Threads polling right now. While one is, a new job needs no wake-up:
+    /// waking a sleeping thread as well would only set a second one spinning
+    /// against the JS thread for the same job.
+    polling: AtomicUsize,
+    stop: AtomicBool,
+    spin: Duration,
+}
+
+/// A fixed set of commit threads fed by one queue.
+pub struct Committer {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Committer {
+    /// Starts `threads` commit threads that each poll for `spin` after a job.
+    pub fn start(threads: usize, spin: Duration) -> Result<Self> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            wake: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            polling: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            spin,
+        });
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads.max(1) {
+            let s = shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("durable-commit-{i}"))
+                .spawn(move || serve(&s))
+                .map_err(|e| Error::io("start a commit thread", e))?;
+            handles.push(h);
+        }
+        Ok(Committer {
+            shared,
+            threads: Mutex::new(handles),
+        })
+    }
+
+    /// Queues a job; false once the committer has stopped.
+    pub fn submit(&self, job: Job) -> bool {
+        if self.shared.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        self.shared.queue.lock().push_back(job);
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        // A polling thread will take it. One that stops polling right now
+        // looks at the queue under its lock before it sleeps, and the job is
+        // already there.
+        if self.shared.polling.load(Ordering::SeqCst) == 0 {
+            self.shared.wake.notify_one();
+        }
+        true
+    }
+
+    /// Runs what is queued, then ends the threads. Blocks until they have ended.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.notify_all();
+        for h in self.threads.lock().drain(..) {
+            // A job that panicked has already answered its caller (the napi
+            // layer catches panics in jobs); nothing is left to report here.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(s: &Shared) {
+    loop {
+        let job = {
+            let mut q = s.queue.lock();
+            loop {
+                if let Some(job) = q.pop_front() {
+                    s.queued.fetch_sub(1, Ordering::AcqRel);
+                    break Some(job);
+                }
+                if s.stop.load(Ordering::Acquire) {
+                    break None;
+                }
+                drop(q);
+                poll(s);
+                q = s.queue.lock();
+                if q.is_empty() && !s.stop.load(Ordering::Acquire) {
+                    s.wake.wait(&mut q);
+                }
+            }
+        };
+        match job {
+            Some(job) => job(),
+            None => return,
+        }
+    }
+}
+
+/// Waits up to `spin` for a job to be queued, without sleeping.
+fn poll(s: &Shared) {
+    s.polling.fetch_add(1, Ordering::SeqCst);
+    let until = Instant::now() + s.spin;
+    while s.queued.load(Ordering::SeqCst) == 0 && !s.stop.load(Ordering::Acquire) {
+        if Instant::now() >= until {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    s.polling.fetch_sub(1, Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn every_job_runs_once_and_stop_finishes_the_queue() -> Result<()> {
+        let c = Committer::start(3, Duration::from_micros(50))?;
+        let (tx, rx) = mpsc::channel();
+        for i in 0..1000 {
+            let tx = tx.clone();
+            assert!(c.submit(Box::new(move || {
+                let _ = tx.send(i);
+            })));
+        }
+        c.stop();
+        drop(tx);
+        let mut got: Vec<i32> = rx.iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..1000).collect::<Vec<_>>());
+        assert!(!c.submit(Box::new(|| {})));
+        Ok(())
+    }
+
+    #[test]
+    fn a_sleeping_thread_wakes_for_a_job() -> Result<()> {
+        let c = Committer::start(1, Duration::ZERO)?;
+        std::thread::sleep(Duration::from_millis(20));
+        let (tx, rx) = mpsc::channel();
+        c.submit(Box::new(move || {
+            let _ = tx.send(7);
+        }));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).ok(), Some(7));
+        Ok(())
+    }
+}
