@@ -27,15 +27,15 @@ class Commits {
   }
 
   /**
-   * Commits a batch on a commit thread.
-   * @param {{ write: Function }} native the worker's storage handle
-   * @returns {Promise<void>} resolved once the batch is on disk
+   * Runs one native operation on a commit thread.
+   * @param {(id: number) => void} start hands the operation to the native side under `id`
+   * @returns {Promise<void>} settled when the thread reports `id` done
    */
-  write(native, keys, tags, values, deletes) {
+  submit(start) {
     return new Promise((resolve, reject) => {
       const id = this.#next;
       this.#next = this.#next >= 0xffffffff ? 1 : this.#next + 1;
-      native.write(id, keys, tags, values, deletes);
+      start(id);
       if (this.#waiting.size === 0) this.#keepAlive.ref();
       this.#waiting.set(id, { resolve, reject });
     });

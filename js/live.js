@@ -46,10 +46,14 @@ class LiveWorker {
     const who = () => this.who;
     const native = host.native.worker(binding.name, id);
     this.native = native;
+    const { commits } = host;
+    const write = (keys, tags, values, deletes) => commits.submit((id) => native.write(id, keys, tags, values, deletes));
     const storage = {
-      write: (keys, tags, values, deletes) => host.commits.write(native, keys, tags, values, deletes),
-      create: (keys, tags, values, deletes) => native.create(keys, tags, values, deletes),
+      write,
+      // The catalog row first, then the file (see NativeWorker.register).
+      create: (keys, tags, values, deletes) => native.register().then(() => write(keys, tags, values, deletes)),
     };
+    this.closeFile = () => commits.submit((id) => native.close(id));
     this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall());
     this.mailbox = new Mailbox(
       host.mailboxLimit,
@@ -167,7 +171,7 @@ class LiveWorker {
     }
     try {
       if (entry.destroy) existed = await this.native.destroy();
-      else await this.native.close();
+      else await this.closeFile();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';

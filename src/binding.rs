@@ -304,6 +304,41 @@ pub struct NativeWorker {
     io: Arc<Io>,
 }
 
+impl NativeWorker {
+    /// Runs `op` on a commit thread and reports its outcome through the
+    /// host's `on_done` as `(id, code, message)`.
+    fn submit(
+        &self,
+        env: &Env,
+        id: u32,
+        op: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> napi::Result<()> {
+        let io = self.io.clone();
+        let job = move || {
+            // A panic must not unwind out of the commit thread.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op))
+                .unwrap_or_else(|_| {
+                    Err(Error::Shared {
+                        context: "storage".into(),
+                        detail: "the storage core panicked; the operation did not happen".into(),
+                    })
+                });
+            let (code, message) = match outcome {
+                Ok(()) => (String::new(), String::new()),
+                Err(e) => (e.code().to_string(), e.to_string()),
+            };
+            if let Some(done) = io.done.lock().as_ref() {
+                done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        };
+        if self.io.committer.submit(Box::new(job)) {
+            Ok(())
+        } else {
+            Err(to_js(env, &Error::Closed))
+        }
+    }
+}
+
 #[napi]
 impl NativeWorker {
     /// Opens the worker's file if it has one; its whole key/value page.
@@ -320,33 +355,24 @@ impl NativeWorker {
         )
     }
 
-    /// The first write of a worker with no file: registers it in the catalog,
-    /// then creates the file with this batch as its first commit.
+    /// Records the worker in the catalog, before its first write creates its
+    /// file: a crash in between leaves a listed worker with no file (it reads
+    /// as empty), never a file nobody lists. Waits in the catalog's queue
+    /// without holding a thread, which is what lets many new workers share
+    /// one catalog commit.
     #[napi]
-    pub fn create<'env>(
-        &self,
-        env: &'env Env,
-        keys: Vec<String>,
-        tags: Vec<u32>,
-        values: Vec<Buffer>,
-        deletes: Vec<String>,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let batch = to_batch(env, keys, tags, values, deletes)?;
+    pub fn register<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let w = self.inner.clone();
-        let fut = async move {
-            // The catalog first: a crash in between leaves a listed worker
-            // with no file (it reads as empty), never a file nobody lists.
-            // This waits in the catalog's queue without holding a thread,
-            // which is what lets many new workers share one catalog commit.
-            w.engine().catalog(w.register_op()).await?;
-            blocking(move || w.write(&batch)).await
-        };
-        promise(env, fut, |()| ())
+        promise(
+            env,
+            async move { w.engine().catalog(w.register_op()).await.map(|_| ()) },
+            |()| (),
+        )
     }
 
-    /// Commits sets and deletes as one transaction on a commit thread; the
-    /// host's `on_done(id, …)` is called when it has committed (or failed).
-    /// The worker must have a file (its first write is `create`).
+    /// Commits sets and deletes as one transaction on a commit thread,
+    /// creating the worker's file if it has none (after `register`). The
+    /// host's `on_done(id, …)` is called once it has committed, or failed.
     #[napi]
     pub fn write(
         &self,
@@ -359,43 +385,15 @@ impl NativeWorker {
     ) -> napi::Result<()> {
         let batch = to_batch(env, keys, tags, values, deletes)?;
         let worker = self.inner.clone();
-        let io = self.io.clone();
-        let job = move || {
-            let outcome = if worker.needs_file() {
-                Err(Error::Shared {
-                    context: "write".into(),
-                    detail: "the worker has no file yet; its first write is create()".into(),
-                })
-            } else {
-                // A panic must not unwind out of the commit thread.
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.write(&batch)))
-                    .unwrap_or_else(|_| {
-                        Err(Error::Shared {
-                            context: "write".into(),
-                            detail: "the storage core panicked; the commit did not happen".into(),
-                        })
-                    })
-            };
-            let (code, message) = match outcome {
-                Ok(()) => (String::new(), String::new()),
-                Err(e) => (e.code().to_string(), e.to_string()),
-            };
-            if let Some(done) = io.done.lock().as_ref() {
-                done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        };
-        if self.io.committer.submit(Box::new(job)) {
-            Ok(())
-        } else {
-            Err(to_js(env, &Error::Closed))
-        }
+        self.submit(env, id, move || worker.write(&batch))
     }
 
-    /// Closes the file; the handle is finished.
+    /// Checkpoints and closes the file on a commit thread; `on_done(id, …)`
+    /// follows. The handle is finished.
     #[napi]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let w = self.inner.clone();
-        promise(env, blocking(move || w.close()), |()| ())
+    pub fn close(&self, env: &Env, id: u32) -> napi::Result<()> {
+        let worker = self.inner.clone();
+        self.submit(env, id, move || worker.close())
     }
 
     /// Closes and removes the file and the catalog entry; true if either existed.
