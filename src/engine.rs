@@ -80,11 +80,14 @@ impl Engine {
 }
 
 /// Where a worker's file stands. Next states: `Unopened` → `Absent` | `Open`
-/// (load); `Absent` → `Open` (first write); any → `Closed` (close, destroy).
+/// (load); `Unopened` | `Absent` → `Made` (first write); `Made` → `Open`
+/// (next write); any → `Closed` (close, destroy).
 enum FileState {
     Unopened,
     /// Looked for and not there: the worker has only been read.
     Absent,
+    /// Created by this handle's first write and left closed.
+    Made,
     Open(WorkerFile),
     Closed,
 }
@@ -125,7 +128,8 @@ impl Worker {
         let mut file = self.file.lock();
         match &*file {
             FileState::Unopened | FileState::Absent => {}
-            FileState::Open(_) => return Ok(Vec::new()),
+            // Already loaded by this handle (the caller holds the state).
+            FileState::Made | FileState::Open(_) => return Ok(Vec::new()),
             FileState::Closed => return Err(Error::Closed),
         }
         match WorkerFile::open(&self.path, &self.class, &self.id, self.engine.durability)? {
@@ -151,15 +155,19 @@ impl Worker {
         self.engine.check_open()?;
         let mut file = self.file.lock();
         let c = &self.engine.counters;
+        if batch.is_empty() && !matches!(&*file, FileState::Unopened | FileState::Absent) {
+            return Ok(());
+        }
         match &*file {
-            FileState::Open(f) => {
-                if batch.is_empty() {
-                    return Ok(());
-                }
+            FileState::Open(f) => f.write(batch)?,
+            FileState::Made => {
+                let f =
+                    WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
                 f.write(batch)?;
+                *file = FileState::Open(f);
             }
             FileState::Unopened | FileState::Absent => {
-                let f = WorkerFile::create(
+                WorkerFile::create(
                     &self.path,
                     &self.class,
                     &self.id,
@@ -167,7 +175,7 @@ impl Worker {
                     batch,
                 )?;
                 c.created.fetch_add(1, Ordering::Relaxed);
-                *file = FileState::Open(f);
+                *file = FileState::Made;
             }
             FileState::Closed => return Err(Error::Closed),
         }

@@ -106,6 +106,19 @@ impl WorkerFile {
         Ok(Some((file, rows)))
     }
 
+    /// Opens the file `create` made, to write to it again; its state is
+    /// already resident in the caller, so nothing is read but the owner.
+    pub fn attach(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Self> {
+        let conn = sqlite::open(path, false)?;
+        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let file = WorkerFile {
+            conn,
+            path: path.to_path_buf(),
+        };
+        file.check_owner(class, id)?;
+        Ok(file)
+    }
+
     /// Creates the file for a worker that has none, with `batch` as its first
     /// commit.
     ///
@@ -114,13 +127,18 @@ impl WorkerFile {
     /// appears only for a complete file. Built in place, the same file costs
     /// seven syncs (a rollback journal to enter WAL mode, then a new WAL's
     /// header, its directory and its first commit); built aside, it costs two.
+    ///
+    /// The file is left closed: many workers are written once and evicted,
+    /// and opening it here would create its WAL (a second inode, the most
+    /// expensive part of making a worker on ext4) for nothing. `attach` opens
+    /// it when there is more to write.
     pub fn create(
         path: &Path,
         class: &str,
         id: &str,
         durability: Durability,
         batch: &Batch,
-    ) -> Result<Self> {
+    ) -> Result<()> {
         let parent = path.parent().ok_or_else(|| Error::Corrupt {
             path: path.to_path_buf(),
             detail: "a worker path has a directory".into(),
@@ -161,12 +179,7 @@ impl WorkerFile {
         if durability == Durability::Full {
             sync_dir(parent)?;
         }
-        let conn = sqlite::open(path, false)?;
-        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
-        Ok(WorkerFile {
-            conn,
-            path: path.to_path_buf(),
-        })
+        Ok(())
     }
 
     /// Commits one batch as one transaction.
@@ -354,7 +367,7 @@ mod tests {
             sets: vec![row("x", b"1"), row("y", b"2")],
             deletes: vec![],
         };
-        WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?.close()?;
+        WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?;
         let (f, rows) =
             WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
         assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
@@ -370,11 +383,36 @@ mod tests {
     }
 
     #[test]
+    fn a_created_file_is_attached_for_its_next_write_and_checked_for_its_owner() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "a");
+        let first = Batch {
+            sets: vec![row("x", b"1")],
+            deletes: vec![],
+        };
+        WorkerFile::create(&path, "Cart", "a", Durability::Full, &first)?;
+        assert!(matches!(
+            WorkerFile::attach(&path, "Cart", "b", Durability::Full),
+            Err(Error::Corrupt { .. })
+        ));
+        let f = WorkerFile::attach(&path, "Cart", "a", Durability::Full)?;
+        f.write(&Batch {
+            sets: vec![row("y", b"2")],
+            deletes: vec![],
+        })?;
+        f.close()?;
+        let (_, rows) =
+            WorkerFile::open(&path, "Cart", "a", Durability::Full)?.ok_or(Error::Closed)?;
+        assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
+        Ok(())
+    }
+
+    #[test]
     fn a_file_holding_another_id_is_corrupt() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         let a = layout::worker_path(tmp.path(), "Cart", "a");
         let b = layout::worker_path(tmp.path(), "Cart", "b");
-        WorkerFile::create(&a, "Cart", "a", Durability::Full, &Batch::default())?.close()?;
+        WorkerFile::create(&a, "Cart", "a", Durability::Full, &Batch::default())?;
         create_dirs_synced(b.parent().ok_or(Error::Closed)?)?;
         fs::copy(&a, &b).map_err(|e| Error::io("copy", e))?;
         match WorkerFile::open(&b, "Cart", "b", Durability::Full) {
