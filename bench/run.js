@@ -51,9 +51,9 @@ function mainRows(plan) {
     { key: 'serial', label: 'serial write calls, one worker', opts: timedOpts, timeoutMs: timedTimeout, notes: latencyNotes },
     { key: 'burst', label: `${DEFAULTS.width} concurrent write calls, one worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: commitNotes },
     { key: 'read', label: `read-only calls, ${DEFAULTS.width} concurrent`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
-    { key: 'rssWrite', label: `RSS per open worker, ${n} open, each written (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
+    { key: 'rssWrite', label: `RSS per live worker, ${n} new ones written once (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
     // Reads the workers the previous row wrote, in a new process.
-    { key: 'rssRead', label: `RSS per open worker, ${n} open, each only read (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
+    { key: 'rssRead', label: `RSS per open worker, ${n} opened from their files (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
     {
       key: 'create',
       label: `new workers created with one write, ${DEFAULTS.width} at a time`,
