@@ -23,6 +23,9 @@ const { fromNative, label } = require('./errors');
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [] });
 
 class LiveWorker {
+  /** Closes the worker's file on a commit thread. */
+  #closeFile;
+
   /**
    * @param {object} host the Host's internal face: { native, commits, mailboxLimit, busy(w), idle(w), failed(w), ctxFor(w) }
    * @param {{ Class: Function, name: string }} binding
@@ -53,7 +56,7 @@ class LiveWorker {
       // The catalog row first, then the file (see NativeWorker.register).
       create: (keys, tags, values, deletes) => native.register().then(() => write(keys, tags, values, deletes)),
     };
-    this.closeFile = () => commits.submit((id) => native.close(id));
+    this.#closeFile = () => commits.submit((id) => native.close(id));
     this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall());
     this.mailbox = new Mailbox(
       host.mailboxLimit,
@@ -171,7 +174,7 @@ class LiveWorker {
     }
     try {
       if (entry.destroy) existed = await this.native.destroy();
-      else await this.closeFile();
+      else await this.#closeFile();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';
