@@ -86,7 +86,10 @@ export interface DurableState {
   set(key: string, value: unknown): void;
   /** True if the key was there. */
   delete(key: string): boolean;
-  /** Resolves when every write so far is durable. */
+  /**
+   * Resolves when every write so far is durable. Inside a transaction, the
+   * transaction's own writes are not among them: they commit when it ends.
+   */
   sync(): Promise<void>;
   /** All writes in `fn` commit together, or, if it throws, not at all. */
   transaction<T>(fn: () => T | Promise<T>): Promise<T>;
