@@ -74,6 +74,25 @@ test('every append acknowledged before a SIGKILL is on disk after it, and at mos
   t.deepEqual(items, range(items.length));
 });
 
+test("with durability 'relaxed', every append acknowledged before a SIGKILL is on disk after it", async (t) => {
+  t.timeout(120_000);
+  const N = 200;
+  const dir = tmpDir(t);
+  let acked = 0;
+  const ended = forkSlow(t, 'appender.js', [dir, '1', 'relaxed'], (msg, kill) => {
+    if ('preloaded' in msg) return;
+    acked = Math.max(acked, msg.len);
+    if (msg.len === N) kill();
+  });
+  const { signal, stderr } = await ended;
+  t.is(signal, 'SIGKILL', stderr);
+  t.true(acked >= N);
+  const host = await reopen(t, dir);
+  const items = await host.get(Log, 'log-0').items();
+  t.true(items.length >= acked, `${acked} appends acknowledged, ${items.length} on disk`);
+  t.deepEqual(items, range(items.length));
+});
+
 test('with 8 workers appending at once, each one holds every append acknowledged before a SIGKILL', async (t) => {
   t.timeout(120_000);
   const WORKERS = 8;
