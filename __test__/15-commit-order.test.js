@@ -9,8 +9,7 @@ const { DurableState } = require('../js/state');
 /** Storage whose commits complete when the test says so, in any order it likes. */
 function heldStorage() {
   const commits = [];
-  const commit = (keys, tags, values, deletes) =>
-    new Promise((resolve, reject) => commits.push({ keys, deletes, resolve, reject }));
+  const commit = ({ keys, deletes }) => new Promise((resolve, reject) => commits.push({ keys, deletes, resolve, reject }));
   return { commits, native: { write: commit, create: commit } };
 }
 

@@ -9,6 +9,7 @@ const { LiveWorker } = require('./live');
 const { makeStub } = require('./stub');
 const { current, frameFor, WaitGraph } = require('./chain');
 const { clone, isPrimitive } = require('./codec');
+const { AlarmScheduler } = require('./alarms');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_ID = 2048;
@@ -29,7 +30,9 @@ class Host extends EventEmitter {
   #slots = new Map();
   #nextSlot = 1;
   #graph = new WaitGraph();
-  #counts = { materialized: 0, evicted: 0, calls: 0, refused: 0 };
+  #counts = { materialized: 0, evicted: 0, calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
+  /** @type {Set<AlarmScheduler>} */
+  #schedulers = new Set();
   /** The face LiveWorker sees. */
   #inner;
 
@@ -47,6 +50,11 @@ class Host extends EventEmitter {
       idle: (w) => host.#idle(w),
       failed: (w) => host.#retire(w, null),
       ctxFor: (w) => new WorkerContext(host, w),
+      alarmIndex: (className, id) => host.#alarmIndex(className, id),
+      alarmFailed: (err, info) => {
+        host.#counts.alarmsFailed++;
+        host.emit('alarmFailed', err, info);
+      },
     };
   }
 
@@ -126,6 +134,29 @@ class Host extends EventEmitter {
     }
   }
 
+  /**
+   * Fires the alarms of exactly these classes until stopped. Nothing fires
+   * without it, and while it runs it keeps the process alive.
+   * @param {{ classes: Function[] }} options
+   * @returns {Promise<{ stop(): Promise<void> }>}
+   */
+  async startAlarms({ classes } = {}) {
+    this.#checkOpen();
+    if (!Array.isArray(classes) || classes.length === 0) {
+      throw new TypeError('startAlarms({ classes }): classes must be a non-empty array of DurableWorker classes, the ones this process serves');
+    }
+    const bindings = classes.map((C) => this.#bind(C));
+    const scheduler = new AlarmScheduler(this.#native, (b, id) => this.#fireAlarms(b, id), bindings, this.#options.alarmPoll);
+    this.#schedulers.add(scheduler);
+    scheduler.start();
+    return {
+      stop: async () => {
+        this.#schedulers.delete(scheduler);
+        await scheduler.stop();
+      },
+    };
+  }
+
   /** Counters: what is open, what durability has cost. */
   stats() {
     const n = this.#native.stats();
@@ -135,6 +166,8 @@ class Host extends EventEmitter {
       evicted: this.#counts.evicted,
       calls: this.#counts.calls,
       refused: this.#counts.refused,
+      alarmsFired: this.#counts.alarmsFired,
+      alarmsFailed: this.#counts.alarmsFailed,
       commits: n.commits,
       syncs: n.syncs,
       catalogCommits: n.catalogCommits,
@@ -151,6 +184,8 @@ class Host extends EventEmitter {
     if (this.#closing !== null) return this.#closing;
     this.#closed = true;
     this.#closing = (async () => {
+      await Promise.all([...this.#schedulers].map((s) => s.stop()));
+      this.#schedulers.clear();
       const waits = [];
       for (const w of this.#live.values()) {
         if (w instanceof LiveWorker) waits.push(this.#retire(w, 'close'));
@@ -211,6 +246,38 @@ class Host extends EventEmitter {
       };
       attempt();
     });
+  }
+
+  /** Runs the due alarms of one worker through its mailbox. */
+  #fireAlarms(binding, id) {
+    const key = keyOf(binding.name, id);
+    return new Promise((resolve) => {
+      const attempt = () => {
+        if (this.#closed) return resolve();
+        let w = this.#live.get(key);
+        if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
+          w.closed.then(attempt, attempt);
+          return;
+        }
+        if (w === undefined) w = this.#materialize(key, binding, id);
+        this.#counts.alarmsFired++;
+        w.fireAlarms().then(resolve);
+      };
+      attempt();
+    });
+  }
+
+  /** One worker's entry in the catalog's alarm index, as its state uses it. */
+  #alarmIndex(className, id) {
+    const who = label(className, id);
+    const coded = (err) => Promise.reject(fromNative(err, who));
+    return {
+      earlier: (at) => this.#native.alarmEarlier(className, id, at).catch(coded),
+      exact: (at) => this.#native.alarmExact(className, id, at).catch(coded),
+      wake: (at) => {
+        for (const s of this.#schedulers) if (s.serves(className)) s.wake(at);
+      },
+    };
   }
 
   #materialize(key, binding, id) {

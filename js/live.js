@@ -20,7 +20,12 @@ const { clone } = require('./codec');
 const { fromNative, label } = require('./errors');
 
 /** What a worker that has never been written loads. */
-const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [] });
+const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
+
+/** Delay before retry `attempt` (1, 2, …) of a failed alarm: 1 s, 2 s, 4 s … at most 5 minutes. */
+function backoff(attempt) {
+  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
+}
 
 class LiveWorker {
   /** Closes the worker's file on a commit thread. */
@@ -50,14 +55,14 @@ class LiveWorker {
     const native = host.native.worker(binding.name, id);
     this.native = native;
     const { commits } = host;
-    const write = (keys, tags, values, deletes) => commits.submit((id) => native.write(id, keys, tags, values, deletes));
+    const write = (changes) => commits.submit((id) => native.write(id, changes));
     const storage = {
       write,
       // The catalog row first, then the file (see NativeWorker.register).
-      create: (keys, tags, values, deletes) => native.register().then(() => write(keys, tags, values, deletes)),
+      create: (changes) => native.register().then(() => write(changes)),
     };
     this.#closeFile = () => commits.submit((id) => native.close(id));
-    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall());
+    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall(), host.alarmIndex(binding.name, id));
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),
@@ -65,6 +70,11 @@ class LiveWorker {
       () => host.idle(this),
     );
     this.mailbox.push({ kind: 'start' });
+  }
+
+  /** Queues a firing of whatever alarms are due; resolves when it has run. */
+  fireAlarms() {
+    return new Promise((resolve) => this.mailbox.push({ kind: 'alarm', resolve }, true));
   }
 
   /** Queues a call; false when the mailbox is full. */
@@ -94,6 +104,8 @@ class LiveWorker {
         return this.#call(entry);
       case 'start':
         return this.#start();
+      case 'alarm':
+        return this.#fireAlarms(entry);
       case 'close':
         return this.#close(entry);
     }
@@ -155,6 +167,48 @@ class LiveWorker {
       () => (ok ? e.resolve(out) : e.reject(out)),
       (err) => e.reject(this.#fail(err)),
     );
+  }
+
+  /**
+   * Runs every due alarm through alarm(), one after another, as one mailbox
+   * entry. An alarm leaves the disk only after its handler finished; one
+   * that threw is put back with its attempt count and a backoff.
+   */
+  async #fireAlarms(entry) {
+    try {
+      if (this.failure !== null) return;
+      const alarms = this.state._alarms;
+      const due = alarms.due(Date.now());
+      for (const a of due) {
+        alarms.beginFiring(a.name);
+        let error = null;
+        try {
+          if (typeof this.instance.alarm !== 'function') {
+            throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
+          }
+          await this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.at, retryCount: a.attempt }));
+        } catch (err) {
+          error = err;
+        }
+        const setAgain = alarms.endFiring(a.name);
+        if (error === null) {
+          if (!setAgain) alarms.remove(a.name);
+        } else if (!setAgain) {
+          const attempt = a.attempt + 1;
+          const retryAt = Date.now() + backoff(attempt);
+          alarms.put(a.name, retryAt, attempt);
+          this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt, retryAt });
+        } else {
+          this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt: a.attempt + 1, retryAt: alarms.time(a.name) });
+        }
+      }
+      // Also the repair: an index that woke this worker early is put right.
+      await this.state._settleAlarms();
+    } catch (err) {
+      this.#fail(err);
+    } finally {
+      entry.resolve();
+    }
   }
 
   async #close(entry) {

@@ -15,6 +15,16 @@
 const { Buffer } = require('node:buffer');
 const { DurableError, codes } = require('./errors');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
+const { WorkerAlarms } = require('./alarm-state');
+
+// Test-only: kill this process between the writes of an alarm change, to
+// check that a crash anywhere in them leaves the index early, never late.
+const CRASH = process.env.DURABLE_WORKERS_TEST_CRASH;
+function crashPoint(name) {
+  if (CRASH === name) process.kill(process.pid, 'SIGKILL');
+}
+
+const NO_INDEX = Object.freeze({ earlier: async () => {}, exact: async () => {}, wake: () => {} });
 
 const MAX_VALUE = 128 * 1024;
 const MAX_TOTAL = 1024 * 1024;
@@ -68,21 +78,28 @@ class DurableState {
   /** False until the worker's first commit creates its file. */
   #hasFile = false;
   #onDirty;
+  #alarms = new WorkerAlarms();
+  /** The catalog's alarm index, for this worker: { earlier(at), exact(at|null), wake(at) }. */
+  #index;
 
   /**
    * @param {() => string} who names the worker in messages
    * @param {{ write: Function }} native the worker's storage handle
    * @param {() => void} onDirty called when a write happens outside any call
+   * @param {{ earlier(at: number): Promise<void>, exact(at: number | null): Promise<void>, wake(at: number): void }} [index]
+   *   this worker's entry in the catalog's alarm index
    */
-  constructor(who, native, onDirty) {
+  constructor(who, native, onDirty, index = NO_INDEX) {
     this.#who = who;
     this.#native = native;
     this.#onDirty = onDirty;
+    this.#index = index;
   }
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
-  _load({ exists, keys, tags, values }) {
+  _load({ exists, keys, tags, values, alarms }) {
     this.#hasFile = exists;
+    if (alarms) this.#alarms.load(alarms);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const value = decode(tags[i], values[i], () => `${this.#who()}, key ${JSON.stringify(key)}`);
@@ -212,10 +229,65 @@ class DurableState {
     return result;
   }
 
-  /** Deletes every key, in one commit. */
+  /** Deletes every key and every alarm, in one commit. */
   async deleteAll() {
     for (const key of [...this.#resident.keys()]) this.delete(key);
+    const hadAlarms = this.#alarms.size > 0;
+    this.#alarms.clear();
     await this.flush();
+    if (hadAlarms) await this.#index.exact(this.#alarms.indexAt());
+  }
+
+  // --- alarms --------------------------------------------------------------
+
+  /**
+   * Sets alarm `name` (the unnamed one by default) to fire at `at`. Resolves
+   * once it is on disk and findable. Three writes, in an order that leaves the
+   * catalog's index early, never late, whatever crashes between them.
+   * @param {number | Date} at epoch milliseconds
+   * @param {{ name?: string }} [options]
+   */
+  async setAlarm(at, { name = '' } = {}) {
+    const when = this.#alarmTime(at);
+    this.#checkAlarmName(name);
+    await this.#index.earlier(when);
+    crashPoint('alarm-after-index-earlier');
+    this.#alarms.put(name, when, 0);
+    await this.flush();
+    crashPoint('alarm-after-worker-write');
+    await this.#index.exact(this.#alarms.indexAt());
+    this.#index.wake(when);
+  }
+
+  /**
+   * The time alarm `name` is set for, or null. Inside `alarm()`, the alarm
+   * firing reads as cleared until the handler sets it again.
+   * @param {string} [name]
+   */
+  getAlarm(name = '') {
+    this.#checkAlarmName(name);
+    return this.#alarms.time(name);
+  }
+
+  /** Removes alarm `name` (the unnamed one by default). */
+  async deleteAlarm(name = '') {
+    this.#checkAlarmName(name);
+    if (!this.#alarms.remove(name)) return;
+    await this.flush();
+    await this.#index.exact(this.#alarms.indexAt());
+  }
+
+  /** @internal the worker's alarms, for firing them (live.js) */
+  get _alarms() {
+    return this.#alarms;
+  }
+
+  /** @internal commits what firing changed and sets the index exactly */
+  async _settleAlarms() {
+    await this.flush();
+    const at = this.#alarms.indexAt();
+    await this.#index.exact(at);
+    if (at !== null) this.#index.wake(at);
   }
 
   // --- the gate ----------------------------------------------------------
@@ -228,7 +300,7 @@ class DurableState {
    */
   flush() {
     if (this.#failed) return Promise.reject(this.#failed);
-    if (this.#pending.size === 0) return this.#tail;
+    if (this.#pending.size === 0 && !this.#alarms.dirty) return this.#tail;
     if (this.#inflight === null) return this.#start(null) ?? this.#tail;
     if (this.#next === null) {
       this.#next = deferred();
@@ -251,15 +323,14 @@ class DurableState {
       return null;
     }
     d ??= deferred();
-    const commit = this.#hasFile
-      ? this.#native.write(batch.keys, batch.tags, batch.values, batch.deletes)
-      : this.#native.create(batch.keys, batch.tags, batch.values, batch.deletes);
+    const commit = this.#hasFile ? this.#native.write(batch) : this.#native.create(batch);
     this.#inflight = d;
     this.#tail = d.promise;
     commit.then(
       () => {
         this.#hasFile = true;
         this.#inflight = null;
+        if (batch.alarms !== undefined) this.#alarms.landed();
         const next = this.#next;
         this.#next = null;
         if (next === null && this.#tail === d.promise) this.#tail = null;
@@ -300,8 +371,10 @@ class DurableState {
       }
     }
     this.#pending = new Map();
-    if (keys.length === 0 && deletes.length === 0) return null;
-    return { keys, tags, values, deletes };
+    const alarms = this.#alarms.take();
+    if (keys.length === 0 && deletes.length === 0 && alarms === null) return null;
+    // (undefined, not null: the native side reads a missing field as none)
+    return { keys, tags, values, deletes, alarms: alarms ?? undefined };
   }
 
   #record(key, old) {
@@ -344,6 +417,20 @@ class DurableState {
       } else if (!this.#pending.has(key)) {
         this.#pending.set(key, before);
       }
+    }
+  }
+
+  #alarmTime(at) {
+    const ms = at instanceof Date ? at.getTime() : at;
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+      throw new TypeError(`${this.#who()}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
+    }
+    return Math.floor(ms);
+  }
+
+  #checkAlarmName(name) {
+    if (typeof name !== 'string' || !name.isWellFormed() || Buffer.byteLength(name) > MAX_KEY) {
+      throw new DurableError(codes.NAME, `${this.#who()}: an alarm name is a string of at most ${MAX_KEY} bytes of UTF-8`);
     }
   }
 

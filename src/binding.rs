@@ -21,7 +21,7 @@ use crate::engine::{Engine, Worker};
 use crate::error::{Error, Result};
 use crate::evict::{LiveSet, Reason};
 use crate::sqlite::Durability;
-use crate::store::{Batch, Row};
+use crate::store::{Alarm, Batch, Page, Row};
 
 /// Builds the JS error for `e`: an `Error` whose `code` is the stable code.
 /// napi-rs would put its own status in `code`, so the object is made here.
@@ -96,35 +96,79 @@ pub struct Loaded {
     pub keys: Vec<String>,
     pub tags: Vec<u32>,
     pub values: Vec<Buffer>,
+    pub alarms: Alarms,
 }
 
-fn to_loaded((exists, rows): (bool, Vec<Row>)) -> Loaded {
+/// Named alarms as parallel arrays: set (`names`, `ats` in epoch ms,
+/// `attempts`) and, in a write, removed (`deletes`).
+#[napi(object)]
+#[derive(Default)]
+pub struct Alarms {
+    pub names: Vec<String>,
+    pub ats: Vec<f64>,
+    pub attempts: Vec<u32>,
+    pub deletes: Vec<String>,
+}
+
+/// Alarms due, as parallel arrays, earliest first.
+#[napi(object)]
+pub struct DueAlarms {
+    pub classes: Vec<String>,
+    pub ids: Vec<String>,
+    pub ats: Vec<f64>,
+}
+
+fn to_loaded((exists, page): (bool, Page)) -> Loaded {
+    let rows = page.rows;
     let mut out = Loaded {
         exists,
         keys: Vec::with_capacity(rows.len()),
         tags: Vec::with_capacity(rows.len()),
         values: Vec::with_capacity(rows.len()),
+        alarms: Alarms::default(),
     };
     for Row { key, tag, value } in rows {
         out.keys.push(key);
         out.tags.push(tag);
         out.values.push(value.into());
     }
+    for Alarm { name, at, attempt } in page.alarms {
+        out.alarms.names.push(name);
+        out.alarms.ats.push(at as f64);
+        out.alarms.attempts.push(attempt);
+    }
     out
 }
 
-fn to_batch(
-    env: &Env,
-    keys: Vec<String>,
-    tags: Vec<u32>,
-    values: Vec<Buffer>,
-    deletes: Vec<String>,
-) -> napi::Result<Batch> {
-    if keys.len() != tags.len() || keys.len() != values.len() {
+/// One batch of changes from the JS layer: key/value sets (`keys`, `tags`,
+/// `values` in parallel) and deletes, and alarm changes.
+#[napi(object)]
+pub struct Changes {
+    pub keys: Vec<String>,
+    pub tags: Vec<u32>,
+    pub values: Vec<Buffer>,
+    pub deletes: Vec<String>,
+    pub alarms: Option<Alarms>,
+}
+
+fn to_batch(env: &Env, changes: Changes) -> napi::Result<Batch> {
+    let Changes {
+        keys,
+        tags,
+        values,
+        deletes,
+        alarms,
+    } = changes;
+    let alarms = alarms.unwrap_or_default();
+    if keys.len() != tags.len()
+        || keys.len() != values.len()
+        || alarms.names.len() != alarms.ats.len()
+        || alarms.names.len() != alarms.attempts.len()
+    {
         return Err(js_error(
             env,
             "ERR_INVALID_ARG_VALUE",
-            "keys, tags and values differ in length",
+            "keys, tags and values (or alarm names, times and attempts) differ in length",
         ));
     }
     let sets = keys
@@ -137,7 +181,23 @@ fn to_batch(
             value: value.to_vec(),
         })
         .collect();
-    Ok(Batch { sets, deletes })
+    let alarm_sets = alarms
+        .names
+        .into_iter()
+        .zip(alarms.ats)
+        .zip(alarms.attempts)
+        .map(|((name, at), attempt)| Alarm {
+            name,
+            at: at as i64,
+            attempt,
+        })
+        .collect();
+    Ok(Batch {
+        sets,
+        deletes,
+        alarms: alarm_sets,
+        alarm_deletes: alarms.deletes,
+    })
 }
 
 /// Called on the JS thread when a commit ends: `(id, code, message)`, with an
@@ -161,6 +221,17 @@ struct Io {
 /// How many commit threads, and how long each polls for more work after a commit.
 const COMMIT_THREADS: usize = 4;
 const COMMIT_SPIN: Duration = Duration::from_micros(100);
+
+impl NativeHost {
+    fn catalog_done<'env>(&self, env: &'env Env, op: Op) -> napi::Result<PromiseRaw<'env, ()>> {
+        let engine = self.engine.clone();
+        promise(
+            env,
+            async move { engine.catalog(op).await.map(|_| ()) },
+            |()| (),
+        )
+    }
+}
 
 /// An open durable directory.
 #[napi]
@@ -265,6 +336,95 @@ impl NativeHost {
                 _ => Vec::new(),
             },
         )
+    }
+
+    /// The first write of an alarm change: the index entry moves earlier only.
+    #[napi]
+    pub fn alarm_earlier<'env>(
+        &self,
+        env: &'env Env,
+        class_name: String,
+        id: String,
+        at: f64,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.catalog_done(
+            env,
+            Op::AlarmEarlier {
+                class: class_name,
+                id,
+                at: at as i64,
+            },
+        )
+    }
+
+    /// The last write of an alarm change, and the repair: the index entry is
+    /// set to the worker's earliest alarm, or removed (`null`).
+    #[napi]
+    pub fn alarm_exact<'env>(
+        &self,
+        env: &'env Env,
+        class_name: String,
+        id: String,
+        at: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.catalog_done(
+            env,
+            Op::AlarmExact {
+                class: class_name,
+                id,
+                at: at.map(|a| a as i64),
+            },
+        )
+    }
+
+    /// The earliest indexed alarm among `classes`, or null.
+    #[napi]
+    pub fn alarm_next<'env>(
+        &self,
+        env: &'env Env,
+        classes: Vec<String>,
+    ) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+        let engine = self.engine.clone();
+        promise(
+            env,
+            async move { engine.catalog(Op::AlarmNext { classes }).await },
+            |reply| match reply {
+                Reply::Next(at) => at.map(|a| a as f64),
+                _ => None,
+            },
+        )
+    }
+
+    /// Indexed alarms among `classes` due at `now`, earliest first, at most `limit`.
+    #[napi]
+    pub fn alarm_due<'env>(
+        &self,
+        env: &'env Env,
+        classes: Vec<String>,
+        now: f64,
+        limit: u32,
+    ) -> napi::Result<PromiseRaw<'env, DueAlarms>> {
+        let engine = self.engine.clone();
+        let op = Op::AlarmDue {
+            classes,
+            now: now as i64,
+            limit,
+        };
+        promise(env, async move { engine.catalog(op).await }, |reply| {
+            let mut out = DueAlarms {
+                classes: Vec::new(),
+                ids: Vec::new(),
+                ats: Vec::new(),
+            };
+            if let Reply::Due(rows) = reply {
+                for (class, id, at) in rows {
+                    out.classes.push(class);
+                    out.ids.push(id);
+                    out.ats.push(at as f64);
+                }
+            }
+            out
+        })
     }
 
     #[napi]
@@ -374,16 +534,8 @@ impl NativeWorker {
     /// creating the worker's file if it has none (after `register`). The
     /// host's `on_done(id, …)` is called once it has committed, or failed.
     #[napi]
-    pub fn write(
-        &self,
-        env: &Env,
-        id: u32,
-        keys: Vec<String>,
-        tags: Vec<u32>,
-        values: Vec<Buffer>,
-        deletes: Vec<String>,
-    ) -> napi::Result<()> {
-        let batch = to_batch(env, keys, tags, values, deletes)?;
+    pub fn write(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<()> {
+        let batch = to_batch(env, changes)?;
         let worker = self.inner.clone();
         self.submit(env, id, move || worker.write(&batch))
     }

@@ -42,6 +42,24 @@ pub enum Op {
         after: Option<String>,
         limit: u32,
     },
+    /// Moves a worker's alarm index entry earlier only: to `at` if there is
+    /// none or it is later. The first of an alarm change's three writes.
+    AlarmEarlier { class: String, id: String, at: i64 },
+    /// Sets a worker's alarm index entry to exactly its earliest alarm, or
+    /// removes it (`None`). The last of the three writes, and the repair.
+    AlarmExact {
+        class: String,
+        id: String,
+        at: Option<i64>,
+    },
+    /// The earliest indexed alarm among `classes`.
+    AlarmNext { classes: Vec<String> },
+    /// Indexed alarms among `classes` due at `now`, earliest first.
+    AlarmDue {
+        classes: Vec<String>,
+        now: i64,
+        limit: u32,
+    },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -49,6 +67,9 @@ pub enum Reply {
     Done,
     Removed(bool),
     Ids(Vec<String>),
+    Next(Option<i64>),
+    /// (class, id, at), earliest first.
+    Due(Vec<(String, String, i64)>),
 }
 
 struct Job {
@@ -81,6 +102,13 @@ impl Catalog {
                created_at INTEGER NOT NULL,
                PRIMARY KEY (class, id)
              ) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS alarm_index(
+               class TEXT NOT NULL,
+               id TEXT NOT NULL,
+               at INTEGER NOT NULL,
+               PRIMARY KEY (class, id)
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS alarm_index_by_time ON alarm_index(class, at);
              COMMIT;",
         )
         .map_err(|e| relabel_lock(sqlite::classify_lock(e, &path), dir))?;
@@ -204,7 +232,67 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
             let n = conn
                 .prepare_cached("DELETE FROM workers WHERE class = ?1 AND id = ?2")?
                 .execute(params![class, id])?;
+            conn.prepare_cached("DELETE FROM alarm_index WHERE class = ?1 AND id = ?2")?
+                .execute(params![class, id])?;
             Ok(Reply::Removed(n > 0))
+        }
+        Op::AlarmEarlier { class, id, at } => {
+            conn.prepare_cached(
+                "INSERT INTO alarm_index(class, id, at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(class, id) DO UPDATE SET at = min(at, excluded.at)",
+            )?
+            .execute(params![class, id, at])?;
+            Ok(Reply::Done)
+        }
+        Op::AlarmExact { class, id, at } => {
+            match at {
+                Some(at) => conn
+                    .prepare_cached(
+                        "INSERT INTO alarm_index(class, id, at) VALUES (?1, ?2, ?3)
+                         ON CONFLICT(class, id) DO UPDATE SET at = excluded.at",
+                    )?
+                    .execute(params![class, id, at])?,
+                None => conn
+                    .prepare_cached("DELETE FROM alarm_index WHERE class = ?1 AND id = ?2")?
+                    .execute(params![class, id])?,
+            };
+            Ok(Reply::Done)
+        }
+        Op::AlarmNext { classes } => {
+            // One indexed probe per class: the query itself leaves out every
+            // class this scheduler was not given.
+            let mut stmt =
+                conn.prepare_cached("SELECT min(at) FROM alarm_index WHERE class = ?1")?;
+            let mut next: Option<i64> = None;
+            for class in classes {
+                let at: Option<i64> = stmt.query_row(params![class], |r| r.get(0))?;
+                next = match (next, at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            Ok(Reply::Next(next))
+        }
+        Op::AlarmDue {
+            classes,
+            now,
+            limit,
+        } => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT class, id, at FROM alarm_index WHERE class = ?1 AND at <= ?2 ORDER BY at LIMIT ?3",
+            )?;
+            let mut due = Vec::new();
+            for class in classes {
+                let rows = stmt.query_map(params![class, now, limit], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+                for row in rows {
+                    due.push(row?);
+                }
+            }
+            due.sort_by_key(|(_, _, at): &(String, String, i64)| *at);
+            due.truncate(*limit as usize);
+            Ok(Reply::Due(due))
         }
         Op::List {
             class,
@@ -287,6 +375,48 @@ mod tests {
         }
         first.close();
         Catalog::open(tmp.path(), Durability::Full).map(|_| ())
+    }
+
+    #[test]
+    fn the_alarm_index_moves_earlier_only_until_set_exactly_and_answers_by_class() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let cat = Catalog::open(tmp.path(), Durability::Full)?;
+        let call = |op| rt().block_on(cat.call(op));
+        let w = |class: &str, id: &str, at| Op::AlarmEarlier {
+            class: class.into(),
+            id: id.into(),
+            at,
+        };
+        call(w("A", "a", 500))?;
+        call(w("A", "a", 900))?; // later: ignored
+        call(w("A", "b", 700))?;
+        call(w("B", "x", 100))?;
+        let next = |classes: &[&str]| {
+            call(Op::AlarmNext {
+                classes: classes.iter().map(|c| c.to_string()).collect(),
+            })
+        };
+        assert_eq!(next(&["A"])?, Reply::Next(Some(500)));
+        assert_eq!(next(&["B", "A"])?, Reply::Next(Some(100)));
+        assert_eq!(next(&["C"])?, Reply::Next(None));
+        call(Op::AlarmExact {
+            class: "A".into(),
+            id: "a".into(),
+            at: Some(900),
+        })?;
+        let due = call(Op::AlarmDue {
+            classes: vec!["A".into()],
+            now: 800,
+            limit: 10,
+        })?;
+        assert_eq!(due, Reply::Due(vec![("A".into(), "b".into(), 700)]));
+        call(Op::AlarmExact {
+            class: "A".into(),
+            id: "b".into(),
+            at: None,
+        })?;
+        assert_eq!(next(&["A"])?, Reply::Next(Some(900)));
+        Ok(())
     }
 
     /// Joins futures by spawning them on the current-thread runtime.

@@ -13,7 +13,7 @@ use crate::catalog::{Catalog, Op, Reply};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
-use crate::store::{self, Batch, Row, WorkerFile};
+use crate::store::{self, Batch, Page, WorkerFile};
 
 /// What the disk has been asked to do, for `stats()`.
 #[derive(Default, Debug)]
@@ -122,24 +122,25 @@ impl Worker {
         &self.path
     }
 
-    /// Opens the file if there is one and returns its whole key/value page.
-    pub fn load(&self) -> Result<Vec<Row>> {
+    /// Opens the file if there is one and returns its whole key/value page
+    /// and its alarms.
+    pub fn load(&self) -> Result<Page> {
         self.engine.check_open()?;
         let mut file = self.file.lock();
         match &*file {
             FileState::Unopened | FileState::Absent => {}
             // Already loaded by this handle (the caller holds the state).
-            FileState::Made | FileState::Open(_) => return Ok(Vec::new()),
+            FileState::Made | FileState::Open(_) => return Ok(Page::default()),
             FileState::Closed => return Err(Error::Closed),
         }
         match WorkerFile::open(&self.path, &self.class, &self.id, self.engine.durability)? {
-            Some((f, rows)) => {
+            Some((f, page)) => {
                 *file = FileState::Open(f);
-                Ok(rows)
+                Ok(page)
             }
             None => {
                 *file = FileState::Absent;
-                Ok(Vec::new())
+                Ok(Page::default())
             }
         }
     }

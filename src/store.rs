@@ -40,17 +40,42 @@ pub struct Row {
     pub value: Vec<u8>,
 }
 
-/// A write batch: the final value of every key the batch sets, and the keys it deletes.
+/// One named alarm as the worker's file holds it: the truth the catalog's
+/// index is kept from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alarm {
+    /// `""` is the default (unnamed) alarm.
+    pub name: String,
+    /// Epoch milliseconds.
+    pub at: i64,
+    /// Failed attempts so far; kept so a restart does not reset the backoff.
+    pub attempt: u32,
+}
+
+/// A write batch: the final value of every key the batch sets, the keys it
+/// deletes, and the alarms it sets or removes.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub sets: Vec<Row>,
     pub deletes: Vec<String>,
+    pub alarms: Vec<Alarm>,
+    pub alarm_deletes: Vec<String>,
 }
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.sets.is_empty() && self.deletes.is_empty()
+        self.sets.is_empty()
+            && self.deletes.is_empty()
+            && self.alarms.is_empty()
+            && self.alarm_deletes.is_empty()
     }
+}
+
+/// What a worker's file holds: its key/value page and its alarms.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    pub rows: Vec<Row>,
+    pub alarms: Vec<Alarm>,
 }
 
 /// An open worker database.
@@ -68,7 +93,7 @@ impl WorkerFile {
         class: &str,
         id: &str,
         durability: Durability,
-    ) -> Result<Option<(Self, Vec<Row>)>> {
+    ) -> Result<Option<(Self, Page)>> {
         if !path.exists() {
             return Ok(None);
         }
@@ -102,8 +127,8 @@ impl WorkerFile {
             path: path.to_path_buf(),
         };
         file.check_owner(class, id)?;
-        let rows = file.load()?;
-        Ok(Some((file, rows)))
+        let page = file.load()?;
+        Ok(Some((file, page)))
     }
 
     /// Opens the file `create` made, to write to it again; its state is
@@ -155,7 +180,8 @@ impl WorkerFile {
                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
                  BEGIN;
                  CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
-                 CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;",
+                 CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+                 CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL) WITHOUT ROWID;",
             )?;
             conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
             conn.execute(
@@ -233,7 +259,7 @@ impl WorkerFile {
         }
     }
 
-    fn load(&self) -> Result<Vec<Row>> {
+    fn load(&self) -> Result<Page> {
         let ctx = |e| Error::sqlite("load", &self.path, e);
         let mut stmt = self
             .conn
@@ -248,7 +274,23 @@ impl WorkerFile {
                 })
             })
             .map_err(ctx)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(ctx)
+        let rows = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(ctx)?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, at, attempt FROM alarms ORDER BY at")
+            .map_err(ctx)?;
+        let alarms = stmt
+            .query_map([], |r| {
+                Ok(Alarm {
+                    name: r.get(0)?,
+                    at: r.get(1)?,
+                    attempt: r.get(2)?,
+                })
+            })
+            .map_err(ctx)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(ctx)?;
+        Ok(Page { rows, alarms })
     }
 
     fn in_transaction(
@@ -285,6 +327,21 @@ fn apply(c: &Connection, batch: &Batch) -> rusqlite::Result<()> {
         let mut del = c.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
         for key in &batch.deletes {
             del.execute(params![key])?;
+        }
+    }
+    if !batch.alarms.is_empty() {
+        let mut up = c.prepare_cached(
+            "INSERT INTO alarms(name, at, attempt) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name) DO UPDATE SET at = excluded.at, attempt = excluded.attempt",
+        )?;
+        for a in &batch.alarms {
+            up.execute(params![a.name, a.at, a.attempt])?;
+        }
+    }
+    if !batch.alarm_deletes.is_empty() {
+        let mut del = c.prepare_cached("DELETE FROM alarms WHERE name = ?1")?;
+        for name in &batch.alarm_deletes {
+            del.execute(params![name])?;
         }
     }
     Ok(())
@@ -365,20 +422,36 @@ mod tests {
         assert!(WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.is_none());
         let batch = Batch {
             sets: vec![row("x", b"1"), row("y", b"2")],
-            deletes: vec![],
+            ..Batch::default()
         };
         WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?;
-        let (f, rows) =
+        let (f, page) =
             WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
-        assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
+        assert_eq!(page.rows, vec![row("x", b"1"), row("y", b"2")]);
+        let tick = Alarm {
+            name: "tick".into(),
+            at: 1_000,
+            attempt: 2,
+        };
         f.write(&Batch {
             sets: vec![row("x", b"3")],
             deletes: vec!["y".into()],
+            alarms: vec![tick.clone()],
+            ..Batch::default()
         })?;
         f.close()?;
-        let (_, rows) =
+        let (f, page) =
             WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
-        assert_eq!(rows, vec![row("x", b"3")]);
+        assert_eq!(page.rows, vec![row("x", b"3")]);
+        assert_eq!(page.alarms, vec![tick]);
+        f.write(&Batch {
+            alarm_deletes: vec!["tick".into()],
+            ..Batch::default()
+        })?;
+        f.close()?;
+        let (_, page) =
+            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
+        assert!(page.alarms.is_empty());
         Ok(())
     }
 
@@ -388,7 +461,7 @@ mod tests {
         let path = layout::worker_path(tmp.path(), "Cart", "a");
         let first = Batch {
             sets: vec![row("x", b"1")],
-            deletes: vec![],
+            ..Batch::default()
         };
         WorkerFile::create(&path, "Cart", "a", Durability::Full, &first)?;
         assert!(matches!(
@@ -398,12 +471,12 @@ mod tests {
         let f = WorkerFile::attach(&path, "Cart", "a", Durability::Full)?;
         f.write(&Batch {
             sets: vec![row("y", b"2")],
-            deletes: vec![],
+            ..Batch::default()
         })?;
         f.close()?;
-        let (_, rows) =
+        let (_, page) =
             WorkerFile::open(&path, "Cart", "a", Durability::Full)?.ok_or(Error::Closed)?;
-        assert_eq!(rows, vec![row("x", b"1"), row("y", b"2")]);
+        assert_eq!(page.rows, vec![row("x", b"1"), row("y", b"2")]);
         Ok(())
     }
 

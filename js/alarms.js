@@ -1,0 +1,142 @@
+'use strict';
+// The alarm scheduler: the one timer this package holds, and only while
+// started.
+//
+// It asks the catalog for the earliest alarm among exactly the classes it was
+// given (the query leaves the others out, so they are neither fired nor
+// stepped over), sleeps until then, fires what is due through each worker's
+// mailbox, and asks again. There is no polling loop: `alarmPoll` is only a
+// ceiling on one sleep, so a clock that jumps cannot leave it asleep for ever,
+// and a setAlarm earlier than its wake-up wakes it at once.
+//
+// Why the class list is required: a class is a value in one process's module
+// graph, and whether this process is the one meant to serve it cannot be read
+// off it. Guessing ("classes something has addressed") would fire alarms on a
+// busy process and not on an idle one.
+
+const PAGE = 256;
+const RETRY_MIN_MS = 10;
+const RETRY_MAX_MS = 1000;
+
+class AlarmScheduler {
+  #native;
+  #fire;
+  /** @type {Map<string, object>} class name → binding */
+  #bindings;
+  #names;
+  #poll;
+  #timer = null;
+  #wakeAt = Infinity;
+  #stopped = false;
+  #running = false;
+  #again = false;
+  /** @type {Map<string, Promise<void>>} workers whose alarms are being fired */
+  #firing = new Map();
+  /** Consecutive passes that found the index due but nothing to fire. */
+  #stalls = 0;
+
+  /**
+   * @param {object} native the NativeHost (alarmNext, alarmDue)
+   * @param {(binding: object, id: string) => Promise<void>} fire runs a worker's due alarms
+   * @param {object[]} bindings the classes to serve
+   * @param {number} poll ceiling on one sleep, ms
+   */
+  constructor(native, fire, bindings, poll) {
+    this.#native = native;
+    this.#fire = fire;
+    this.#bindings = new Map(bindings.map((b) => [b.name, b]));
+    this.#names = [...this.#bindings.keys()];
+    this.#poll = poll;
+  }
+
+  /** Serves these classes? */
+  serves(name) {
+    return this.#bindings.has(name);
+  }
+
+  start() {
+    this.#pass();
+  }
+
+  /** An alarm was set for `at`: wake earlier than planned if need be. */
+  wake(at) {
+    if (!this.#stopped && at < this.#wakeAt) this.#sleepUntil(at);
+  }
+
+  /** Stops: no more firings start; resolves when those under way are done. */
+  async stop() {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    await Promise.allSettled(this.#firing.values());
+  }
+
+  #sleepUntil(at) {
+    clearTimeout(this.#timer);
+    const now = Date.now();
+    this.#wakeAt = Math.min(at, now + this.#poll);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#wakeAt = Infinity;
+      this.#pass();
+    }, Math.max(0, this.#wakeAt - now));
+  }
+
+  /** One look at the index: fire what is due, then sleep until the next. */
+  async #pass() {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    try {
+      do {
+        this.#again = false;
+        const due = await this.#native.alarmDue(this.#names, Date.now(), PAGE);
+        let started = 0;
+        for (let i = 0; i < due.ids.length && !this.#stopped; i++) {
+          const key = `${due.classes[i]}\u0000${due.ids[i]}`;
+          if (this.#firing.has(key)) continue;
+          started++;
+          const done = this.#fire(this.#bindings.get(due.classes[i]), due.ids[i])
+            .catch(() => {})
+            .finally(() => {
+              this.#firing.delete(key);
+              this.#pass();
+            });
+          this.#firing.set(key, done);
+        }
+        if (this.#stopped) return;
+        if (due.ids.length === PAGE && started > 0) {
+          this.#again = true;
+          continue;
+        }
+        const next = await this.#native.alarmNext(this.#names);
+        if (this.#stopped) return;
+        if (next === null) {
+          this.#stalls = 0;
+          this.#sleepUntil(Infinity);
+        } else if (next > Date.now()) {
+          this.#stalls = 0;
+          this.#sleepUntil(next);
+        } else if (this.#firing.size > 0) {
+          // Due and being fired: its firing's end starts the next pass.
+          this.#sleepUntil(Date.now() + this.#poll);
+        } else {
+          // Due and not fired (it became due a moment ago, or a worker cannot
+          // open): look again soon, more slowly each time it repeats.
+          this.#stalls++;
+          this.#sleepUntil(Date.now() + Math.min(RETRY_MIN_MS * 2 ** (this.#stalls - 1), RETRY_MAX_MS));
+        }
+      } while (this.#again && !this.#stopped);
+    } catch (err) {
+      // The catalog refused (the host closing, a disk error): try again later.
+      if (!this.#stopped) this.#sleepUntil(Date.now() + RETRY_MAX_MS);
+    } finally {
+      this.#running = false;
+    }
+  }
+}
+
+module.exports = { AlarmScheduler };
