@@ -93,8 +93,27 @@ export interface DurableState {
   sync(): Promise<void>;
   /** All writes in `fn` commit together, or, if it throws, not at all. */
   transaction<T>(fn: () => T | Promise<T>): Promise<T>;
-  /** Deletes every key, in one commit. */
+  /** Deletes every key and every alarm, in one commit. */
   deleteAll(): Promise<void>;
+  /**
+   * Sets alarm `name` (the unnamed one by default) to fire at `at`; one alarm
+   * per name. Resolves once it is on disk and findable by the scheduler.
+   */
+  setAlarm(at: number | Date, options?: { name?: string }): Promise<void>;
+  /** Epoch ms the alarm is set for, or null. Inside `alarm()` the firing alarm reads as cleared. */
+  getAlarm(name?: string): number | null;
+  /** Removes the alarm (the unnamed one by default). */
+  deleteAlarm(name?: string): Promise<void>;
+}
+
+/** What `alarm()` receives. */
+export interface AlarmInfo {
+  /** `''` for the unnamed alarm. */
+  name: string;
+  /** Epoch ms the alarm was due (not when it ran). */
+  scheduledTime: number;
+  /** Failed attempts before this one (0 on the first run). */
+  retryCount: number;
 }
 
 /** What a worker sees as `this.ctx`. */
@@ -117,12 +136,17 @@ export class DurableWorker {
   start?(): void | Promise<void>;
   /** Runs when the worker is closed, through its mailbox. */
   stop?(reason: StopReason): void | Promise<void>;
+  /**
+   * Runs when an alarm is due, through the mailbox. At least once: it is removed
+   * from disk only after this returns; a throw retries it at 1 s, 2 s, 4 s … 5 min.
+   */
+  alarm?(info: AlarmInfo): void | Promise<void>;
 }
 
 /** A class extending DurableWorker. */
 export type WorkerClass<W extends DurableWorker = DurableWorker> = (abstract new () => W) & { workerName?: string };
 
-type Hook = 'start' | 'stop' | 'id' | 'state' | 'ctx';
+type Hook = 'start' | 'stop' | 'alarm' | 'id' | 'state' | 'ctx';
 
 /** A caller's handle on a worker: each method returns a Promise of its (cloned) result. */
 export type Stub<W> = {
@@ -142,6 +166,10 @@ export interface HostStats {
   calls: number;
   /** Calls refused with ERR_DURABLE_BUSY. */
   refused: number;
+  /** Alarm firings run (a firing runs every alarm of one worker that is due). */
+  alarmsFired: number;
+  /** alarm() handlers that threw (each is retried). */
+  alarmsFailed: number;
   /** Worker transactions committed. */
   commits: number;
   /** Commits that waited for the device. */
@@ -152,6 +180,17 @@ export interface HostStats {
   created: number;
   /** Value bytes written. */
   bytesWritten: number;
+}
+
+export interface AlarmFailedEvent {
+  class: string;
+  id: string;
+  /** `''` for the unnamed alarm. */
+  name: string;
+  /** Failed attempts so far, this one included. */
+  attempt: number;
+  /** Epoch ms of the next attempt. */
+  retryAt: number;
 }
 
 export interface EvictedEvent {
@@ -170,9 +209,15 @@ export interface Host extends EventEmitter {
   delete(Class: WorkerClass, id: string): Promise<boolean>;
   /** The ids of a class that exist, from the catalog, sorted. */
   ids(Class: WorkerClass, options?: { prefix?: string; limit?: number }): AsyncIterable<string>;
+  /**
+   * Fires the alarms of exactly these classes until stopped. Nothing fires
+   * without it; while it runs it keeps the process alive.
+   */
+  startAlarms(options: { classes: WorkerClass[] }): Promise<{ stop(): Promise<void> }>;
   stats(): HostStats;
   /** Finishes queued calls, runs `stop('close')`, commits and releases the directory. */
   close(): Promise<void>;
   on(event: 'evicted', listener: (event: EvictedEvent) => void): this;
+  on(event: 'alarmFailed', listener: (err: unknown, event: AlarmFailedEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }

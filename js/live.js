@@ -122,6 +122,9 @@ class LiveWorker {
         }
       }
       this.state._load(loaded);
+      // Opening a worker reconciles the index with its file (a crash between
+      // an alarm's writes leaves the index early; this puts it right).
+      if (this.state._alarms.size > 0) await this.state._settleAlarms();
       this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
       if (typeof this.instance.start === 'function') {
         await this.#hook(() => this.instance.start());

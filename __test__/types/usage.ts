@@ -27,6 +27,17 @@ class Cart extends DurableWorker {
   stop(reason: 'idle' | 'evicted' | 'close'): void {
     void reason;
   }
+
+  async remind(): Promise<number | null> {
+    await this.state.setAlarm(new Date(Date.now() + 60_000), { name: 'remind' });
+    await this.state.setAlarm(Date.now() + 1_000);
+    await this.state.deleteAlarm();
+    return this.state.getAlarm('remind');
+  }
+
+  async alarm({ name, scheduledTime, retryCount }: { name: string; scheduledTime: number; retryCount: number }): Promise<void> {
+    if (name === 'remind' && retryCount < 3) await this.state.setAlarm(scheduledTime + 60_000, { name });
+  }
 }
 
 async function main(): Promise<void> {
@@ -40,7 +51,15 @@ async function main(): Promise<void> {
   // @ts-expect-error arguments are checked
   await cart.add(42);
   for await (const id of host.ids(Cart, { prefix: 'customer-' })) console.log(id.toUpperCase());
+  const s0 = host.stats();
   host.on('evicted', (e) => console.log(e.class, e.id, e.reason));
+  host.on('alarmFailed', (err, e) => console.log(err, e.class, e.attempt, e.retryAt));
+  const alarms = await host.startAlarms({ classes: [Cart] });
+  // @ts-expect-error the alarm hook is not callable through a stub
+  cart.alarm({ name: '', scheduledTime: 0, retryCount: 0 });
+  const at: number | null = await cart.remind();
+  await alarms.stop();
+  console.log(at, s0.alarmsFired);
   const s = host.stats();
   console.log(n, c, when, s.commits + s.syncs, await host.delete(Cart, 'x'));
   try {
