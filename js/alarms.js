@@ -34,10 +34,13 @@ class AlarmScheduler {
   #firing = new Map();
   /** Consecutive passes that found the index due but nothing to fire. */
   #stalls = 0;
+  /** The start of the last firing begun: the next one's handlers wait for it. */
+  #lastStarted = Promise.resolve();
 
   /**
    * @param {object} native the NativeHost (alarmNext, alarmDue)
-   * @param {(binding: object, id: string) => Promise<void>} fire runs a worker's due alarms
+   * @param {(binding: object, id: string, after: Promise<void>) => { started: Promise<void>, done: Promise<void> }} fire
+   *   runs a worker's due alarms, starting its handlers once `after` resolves
    * @param {object[]} bindings the classes to serve
    * @param {number} poll ceiling on one sleep, ms
    */
@@ -95,11 +98,16 @@ class AlarmScheduler {
         this.#again = false;
         const due = await this.#native.alarmDue(this.#names, Date.now(), PAGE);
         let started = 0;
+        // Workers open in parallel; each one's handlers wait for the previous
+        // (earlier-due) one's to start, so alarms due together run in time order.
+        let previous = this.#lastStarted;
         for (let i = 0; i < due.ids.length && !this.#stopped; i++) {
           const key = `${due.classes[i]}\u0000${due.ids[i]}`;
           if (this.#firing.has(key)) continue;
           started++;
-          const done = this.#fire(this.#bindings.get(due.classes[i]), due.ids[i])
+          const firing = this.#fire(this.#bindings.get(due.classes[i]), due.ids[i], previous);
+          previous = firing.started;
+          const done = firing.done
             .catch(() => {})
             .finally(() => {
               this.#firing.delete(key);
@@ -107,6 +115,7 @@ class AlarmScheduler {
             });
           this.#firing.set(key, done);
         }
+        this.#lastStarted = previous;
         if (this.#stopped) return;
         if (due.ids.length === PAGE && started > 0) {
           this.#again = true;

@@ -146,7 +146,7 @@ class Host extends EventEmitter {
       throw new TypeError('startAlarms({ classes }): classes must be a non-empty array of DurableWorker classes, the ones this process serves');
     }
     const bindings = classes.map((C) => this.#bind(C));
-    const scheduler = new AlarmScheduler(this.#native, (b, id) => this.#fireAlarms(b, id), bindings, this.#options.alarmPoll);
+    const scheduler = new AlarmScheduler(this.#native, (b, id, after) => this.#fireAlarms(b, id, after), bindings, this.#options.alarmPoll);
     this.#schedulers.add(scheduler);
     scheduler.start();
     return {
@@ -248,12 +248,21 @@ class Host extends EventEmitter {
     });
   }
 
-  /** Runs the due alarms of one worker through its mailbox. */
-  #fireAlarms(binding, id) {
+  /**
+   * Runs the due alarms of one worker through its mailbox, its handlers
+   * starting after `after` (see LiveWorker.fireAlarms).
+   * @returns {{ started: Promise<void>, done: Promise<void> }}
+   */
+  #fireAlarms(binding, id, after) {
     const key = keyOf(binding.name, id);
-    return new Promise((resolve) => {
+    let started;
+    const startedP = new Promise((r) => (started = r));
+    const done = new Promise((resolve) => {
       const attempt = () => {
-        if (this.#closed) return resolve();
+        if (this.#closed) {
+          started();
+          return resolve();
+        }
         let w = this.#live.get(key);
         if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
           w.closed.then(attempt, attempt);
@@ -261,10 +270,13 @@ class Host extends EventEmitter {
         }
         if (w === undefined) w = this.#materialize(key, binding, id);
         this.#counts.alarmsFired++;
-        w.fireAlarms().then(resolve);
+        const firing = w.fireAlarms(after);
+        firing.started.then(started);
+        firing.done.then(resolve);
       };
       attempt();
     });
+    return { started: startedP, done };
   }
 
   /** One worker's entry in the catalog's alarm index, as its state uses it. */

@@ -22,6 +22,19 @@ const { fromNative, label } = require('./errors');
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
 
+/**
+ * How long a worker's alarm firing waits for the firing of an earlier-due
+ * alarm of another worker to start: long enough for that worker's file to
+ * open on a loaded machine (50 ms was not), short enough that a worker busy
+ * with a long call holds the others up for a second at most.
+ */
+const ORDER_WAIT_MS = 1000;
+
+function waitAtMost(promise, ms) {
+  let timer;
+  return Promise.race([promise, new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
+}
+
 /** Delay before retry `attempt` (1, 2, …) of a failed alarm: 1 s, 2 s, 4 s … at most 5 minutes. */
 function backoff(attempt) {
   return Math.min(1000 * 2 ** (attempt - 1), 300_000);
@@ -72,9 +85,18 @@ class LiveWorker {
     this.mailbox.push({ kind: 'start' });
   }
 
-  /** Queues a firing of whatever alarms are due; resolves when it has run. */
-  fireAlarms() {
-    return new Promise((resolve) => this.mailbox.push({ kind: 'alarm', resolve }, true));
+  /**
+   * Queues a firing of whatever alarms are due. Its handlers start only once
+   * `after` has resolved (the previous worker's firing has started), or
+   * ORDER_WAIT_MS have passed: alarms due together start in time order.
+   * @param {Promise<void>} after
+   * @returns {{ started: Promise<void>, done: Promise<void> }}
+   */
+  fireAlarms(after) {
+    let started;
+    const startedP = new Promise((r) => (started = r));
+    const done = new Promise((resolve) => this.mailbox.push({ kind: 'alarm', after, started, resolve }, true));
+    return { started: startedP, done };
   }
 
   /** Queues a call; false when the mailbox is full. */
@@ -180,6 +202,8 @@ class LiveWorker {
   async #fireAlarms(entry) {
     try {
       if (this.failure !== null) return;
+      await waitAtMost(entry.after, ORDER_WAIT_MS);
+      entry.started();
       const alarms = this.state._alarms;
       const due = alarms.due(Date.now());
       for (const a of due) {
@@ -210,6 +234,7 @@ class LiveWorker {
     } catch (err) {
       this.#fail(err);
     } finally {
+      entry.started();
       entry.resolve();
     }
   }
