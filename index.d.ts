@@ -110,7 +110,7 @@ export interface DurableState {
 export interface AlarmInfo {
   /** `''` for the unnamed alarm. */
   name: string;
-  /** Epoch ms the alarm was due (not when it ran). */
+  /** Epoch ms the alarm was set for: not when it ran, and on a retry still the original time. */
   scheduledTime: number;
   /** Failed attempts before this one (0 on the first run). */
   retryCount: number;

@@ -14,7 +14,7 @@
 // replaces or removes it has landed, so the index is never set later than
 // something the disk may still hold.
 
-/** @typedef {{ at: number, attempt: number }} Alarm */
+/** @typedef {{ at: number, attempt: number, scheduled: number }} Alarm  (scheduled: what it was set for; at: when it fires next) */
 
 class WorkerAlarms {
   /** @type {Map<string, Alarm>} */
@@ -26,9 +26,11 @@ class WorkerAlarms {
   /** Names whose alarm() is running → whether the handler set it again. */
   #firing = new Map();
 
-  /** Fills from a loaded page: `{ names, ats, attempts }`. */
-  load({ names, ats, attempts }) {
-    for (let i = 0; i < names.length; i++) this.#alarms.set(names[i], { at: ats[i], attempt: attempts[i] });
+  /** Fills from a loaded page: `{ names, ats, attempts, scheduled }`. */
+  load({ names, ats, attempts, scheduled }) {
+    for (let i = 0; i < names.length; i++) {
+      this.#alarms.set(names[i], { at: ats[i], attempt: attempts[i], scheduled: scheduled[i] });
+    }
   }
 
   get size() {
@@ -47,12 +49,15 @@ class WorkerAlarms {
     return this.#alarms.get(name)?.at ?? null;
   }
 
-  /** Sets alarm `name` (in memory; committed with the next batch). */
-  put(name, at, attempt = 0) {
+  /**
+   * Sets alarm `name` (in memory; committed with the next batch). A retry
+   * passes the attempt count and the time the alarm was first set for.
+   */
+  put(name, at, attempt = 0, scheduled = at) {
     const f = this.#firing.get(name);
     if (f !== undefined) f.rescheduled = true;
     this.#note(name);
-    this.#alarms.set(name, { at, attempt });
+    this.#alarms.set(name, { at, attempt, scheduled });
   }
 
   /** Removes alarm `name`; true if there was one. */
@@ -70,10 +75,10 @@ class WorkerAlarms {
     for (const name of [...this.#alarms.keys()]) this.remove(name);
   }
 
-  /** Alarms due at `now`, earliest first: `[{ name, at, attempt }]`. */
+  /** Alarms due at `now`, earliest first: `[{ name, at, attempt, scheduled }]`. */
   due(now) {
     const out = [];
-    for (const [name, a] of this.#alarms) if (a.at <= now) out.push({ name, at: a.at, attempt: a.attempt });
+    for (const [name, a] of this.#alarms) if (a.at <= now) out.push({ name, ...a });
     return out.sort((x, y) => x.at - y.at);
   }
 
@@ -107,7 +112,7 @@ class WorkerAlarms {
    */
   take() {
     if (this.#pending.size === 0) return null;
-    const out = { names: [], ats: [], attempts: [], deletes: [] };
+    const out = { names: [], ats: [], attempts: [], scheduled: [], deletes: [] };
     for (const name of this.#pending.keys()) {
       const a = this.#alarms.get(name);
       if (a === undefined) out.deletes.push(name);
@@ -115,6 +120,7 @@ class WorkerAlarms {
         out.names.push(name);
         out.ats.push(a.at);
         out.attempts.push(a.attempt);
+        out.scheduled.push(a.scheduled);
       }
     }
     this.#inflight.push(this.#pending);

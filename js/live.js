@@ -213,7 +213,7 @@ class LiveWorker {
           if (typeof this.instance.alarm !== 'function') {
             throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
           }
-          await this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.at, retryCount: a.attempt }));
+          await this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt }));
         } catch (err) {
           error = err;
         }
@@ -223,7 +223,7 @@ class LiveWorker {
         } else if (!setAgain) {
           const attempt = a.attempt + 1;
           const retryAt = Date.now() + backoff(attempt);
-          alarms.put(a.name, retryAt, attempt);
+          alarms.put(a.name, retryAt, attempt, a.scheduled);
           this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt, retryAt });
         } else {
           this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt: a.attempt + 1, retryAt: alarms.time(a.name) });

@@ -99,14 +99,15 @@ pub struct Loaded {
     pub alarms: Alarms,
 }
 
-/// Named alarms as parallel arrays: set (`names`, `ats` in epoch ms,
-/// `attempts`) and, in a write, removed (`deletes`).
+/// Named alarms as parallel arrays: set (`names`, `ats` and `scheduled` in
+/// epoch ms, `attempts`) and, in a write, removed (`deletes`).
 #[napi(object)]
 #[derive(Default)]
 pub struct Alarms {
     pub names: Vec<String>,
     pub ats: Vec<f64>,
     pub attempts: Vec<u32>,
+    pub scheduled: Vec<f64>,
     pub deletes: Vec<String>,
 }
 
@@ -132,10 +133,17 @@ fn to_loaded((exists, page): (bool, Page)) -> Loaded {
         out.tags.push(tag);
         out.values.push(value.into());
     }
-    for Alarm { name, at, attempt } in page.alarms {
+    for Alarm {
+        name,
+        at,
+        attempt,
+        scheduled,
+    } in page.alarms
+    {
         out.alarms.names.push(name);
         out.alarms.ats.push(at as f64);
         out.alarms.attempts.push(attempt);
+        out.alarms.scheduled.push(scheduled as f64);
     }
     out
 }
@@ -164,6 +172,7 @@ fn to_batch(env: &Env, changes: Changes) -> napi::Result<Batch> {
         || keys.len() != values.len()
         || alarms.names.len() != alarms.ats.len()
         || alarms.names.len() != alarms.attempts.len()
+        || alarms.names.len() != alarms.scheduled.len()
     {
         return Err(js_error(
             env,
@@ -186,10 +195,12 @@ fn to_batch(env: &Env, changes: Changes) -> napi::Result<Batch> {
         .into_iter()
         .zip(alarms.ats)
         .zip(alarms.attempts)
-        .map(|((name, at), attempt)| Alarm {
+        .zip(alarms.scheduled)
+        .map(|(((name, at), attempt), scheduled)| Alarm {
             name,
             at: at as i64,
             attempt,
+            scheduled: scheduled as i64,
         })
         .collect();
     Ok(Batch {

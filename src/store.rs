@@ -46,10 +46,12 @@ pub struct Row {
 pub struct Alarm {
     /// `""` is the default (unnamed) alarm.
     pub name: String,
-    /// Epoch milliseconds.
+    /// When it fires next, epoch milliseconds (a retry's time after a failure).
     pub at: i64,
     /// Failed attempts so far; kept so a restart does not reset the backoff.
     pub attempt: u32,
+    /// When it was set for: what a retried run was for.
+    pub scheduled: i64,
 }
 
 /// A write batch: the final value of every key the batch sets, the keys it
@@ -181,7 +183,7 @@ impl WorkerFile {
                  BEGIN;
                  CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
                  CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
-                 CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL) WITHOUT ROWID;",
+                 CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID;",
             )?;
             conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
             conn.execute(
@@ -277,7 +279,7 @@ impl WorkerFile {
         let rows = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(ctx)?;
         let mut stmt = self
             .conn
-            .prepare("SELECT name, at, attempt FROM alarms ORDER BY at")
+            .prepare("SELECT name, at, attempt, scheduled FROM alarms ORDER BY at")
             .map_err(ctx)?;
         let alarms = stmt
             .query_map([], |r| {
@@ -285,6 +287,7 @@ impl WorkerFile {
                     name: r.get(0)?,
                     at: r.get(1)?,
                     attempt: r.get(2)?,
+                    scheduled: r.get(3)?,
                 })
             })
             .map_err(ctx)?
@@ -331,11 +334,11 @@ fn apply(c: &Connection, batch: &Batch) -> rusqlite::Result<()> {
     }
     if !batch.alarms.is_empty() {
         let mut up = c.prepare_cached(
-            "INSERT INTO alarms(name, at, attempt) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name) DO UPDATE SET at = excluded.at, attempt = excluded.attempt",
+            "INSERT INTO alarms(name, at, attempt, scheduled) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(name) DO UPDATE SET at = excluded.at, attempt = excluded.attempt, scheduled = excluded.scheduled",
         )?;
         for a in &batch.alarms {
-            up.execute(params![a.name, a.at, a.attempt])?;
+            up.execute(params![a.name, a.at, a.attempt, a.scheduled])?;
         }
     }
     if !batch.alarm_deletes.is_empty() {
@@ -432,6 +435,7 @@ mod tests {
             name: "tick".into(),
             at: 1_000,
             attempt: 2,
+            scheduled: 900,
         };
         f.write(&Batch {
             sets: vec![row("x", b"3")],
