@@ -10,6 +10,7 @@ const { makeStub } = require('./stub');
 const { current, frameFor, WaitGraph } = require('./chain');
 const { clone, isPrimitive } = require('./codec');
 const { AlarmScheduler } = require('./alarms');
+const { SocketRegistry, WebSocketHandle, isSocket } = require('./sockets');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_ID = 2048;
@@ -33,6 +34,13 @@ class Host extends EventEmitter {
   #counts = { materialized: 0, evicted: 0, calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
   /** @type {Set<AlarmScheduler>} */
   #schedulers = new Set();
+  #sockets = new SocketRegistry({
+    deliver: (key, binding, id, run) => this.#socketEvent(key, binding, id, run),
+    gateOf: (key) => {
+      const w = this.#live.get(key);
+      return w instanceof LiveWorker ? w.state.flush() : null;
+    },
+  });
   /** The face LiveWorker sees. */
   #inner;
 
@@ -49,7 +57,7 @@ class Host extends EventEmitter {
       busy: (w) => host.#busy(w),
       idle: (w) => host.#idle(w),
       failed: (w) => host.#retire(w, null),
-      ctxFor: (w) => new WorkerContext(host, w),
+      ctxFor: (w) => new WorkerContext(host, w, host.#sockets),
       alarmIndex: (className, id) => host.#alarmIndex(className, id),
       alarmFailed: (err, info) => {
         host.#counts.alarmsFailed++;
@@ -166,6 +174,8 @@ class Host extends EventEmitter {
       evicted: this.#counts.evicted,
       calls: this.#counts.calls,
       refused: this.#counts.refused,
+      sockets: this.#sockets.count,
+      autoResponses: this.#sockets.autoResponses,
       alarmsFired: this.#counts.alarmsFired,
       alarmsFailed: this.#counts.alarmsFailed,
       commits: n.commits,
@@ -183,6 +193,7 @@ class Host extends EventEmitter {
   close() {
     if (this.#closing !== null) return this.#closing;
     this.#closed = true;
+    this.#sockets.closeAll();
     this.#closing = (async () => {
       await Promise.all([...this.#schedulers].map((s) => s.stop()));
       this.#schedulers.clear();
@@ -207,7 +218,7 @@ class Host extends EventEmitter {
     let release;
     try {
       if (!binding.methods.has(method)) throw methodError(binding, who, method);
-      args = cloneArgs(args, who, method);
+      args = cloneArgs(args, who, method, this.#sockets);
       release = this.#graph.enter(caller, key, who);
     } catch (err) {
       return Promise.reject(err);
@@ -277,6 +288,21 @@ class Host extends EventEmitter {
       attempt();
     });
     return { started: startedP, done };
+  }
+
+  /** Runs a socket event as one mailbox entry of its worker, materializing it. */
+  #socketEvent(key, binding, id, run) {
+    const attempt = () => {
+      if (this.#closed) return;
+      let w = this.#live.get(key);
+      if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
+        w.closed.then(attempt, attempt);
+        return;
+      }
+      if (w === undefined) w = this.#materialize(key, binding, id);
+      w.socketEvent(run);
+    };
+    attempt();
   }
 
   /** One worker's entry in the catalog's alarm index, as its state uses it. */
@@ -374,9 +400,37 @@ class Host extends EventEmitter {
 class WorkerContext {
   #host;
   #worker;
-  constructor(host, worker) {
+  #sockets;
+  constructor(host, worker, sockets) {
     this.#host = host;
     this.#worker = worker;
+    this.#sockets = sockets;
+  }
+
+  /**
+   * Hands a server-side `ws` socket (or its handle) to the host, for this
+   * worker: messages reach webSocketMessage even after the worker has been
+   * evicted. Returns the handle.
+   * @param {object} ws
+   * @param {string[]} [tags]
+   */
+  acceptWebSocket(ws, tags) {
+    return this.#sockets.accept(this.#worker, ws, tags);
+  }
+
+  /** This worker's open accepted sockets, those with `tag` if given. */
+  getWebSockets(tag) {
+    return this.#sockets.list(this.#worker.key, tag);
+  }
+
+  /** The tags a socket was accepted with. */
+  getTags(ws) {
+    return this.#sockets.tags(ws);
+  }
+
+  /** Answers a message whose text is exactly `request` with `response`, on the host, without waking this worker; null clears. */
+  setWebSocketAutoResponse(pair) {
+    this.#sockets.setAutoResponse(this.#worker.key, this.#worker.who, pair);
   }
 
   /** This worker's id. */
@@ -406,12 +460,20 @@ function checkId(name, id) {
   }
 }
 
-/** Arguments cross as a structured clone; all-primitive arguments are their own. */
-function cloneArgs(args, who, method) {
+/**
+ * Arguments cross as a structured clone; all-primitive arguments are their
+ * own; a WebSocket crosses as its handle, the very socket, not a copy.
+ */
+function cloneArgs(args, who, method, sockets) {
+  const where = () => `${who}: the arguments of ${method}() cannot be sent`;
+  let sockety = false;
+  let plain = true;
   for (const a of args) {
-    if (!isPrimitive(a)) return clone(args, () => `${who}: the arguments of ${method}() cannot be sent`);
+    if (a instanceof WebSocketHandle || isSocket(a)) sockety = true;
+    else if (!isPrimitive(a)) plain = false;
   }
-  return args;
+  if (!sockety) return plain ? args : clone(args, where);
+  return args.map((a) => (a instanceof WebSocketHandle || isSocket(a) ? sockets.handleFor(a) : clone(a, where)));
 }
 
 function methodError(binding, who, method) {

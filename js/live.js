@@ -99,6 +99,11 @@ class LiveWorker {
     return { started: startedP, done };
   }
 
+  /** Queues a socket event (message, close, error): `run(instance)` as one mailbox entry. */
+  socketEvent(run) {
+    this.mailbox.push({ kind: 'event', run }, true);
+  }
+
   /** Queues a call; false when the mailbox is full. */
   call(method, args, frame, resolve, reject) {
     return this.mailbox.push({ kind: 'call', method, args, frame, resolve, reject });
@@ -128,6 +133,8 @@ class LiveWorker {
         return this.#start();
       case 'alarm':
         return this.#fireAlarms(entry);
+      case 'event':
+        return this.#socketEvent(entry);
       case 'close':
         return this.#close(entry);
     }
@@ -237,6 +244,19 @@ class LiveWorker {
       entry.started();
       entry.resolve();
     }
+  }
+
+  async #socketEvent(entry) {
+    if (this.failure !== null) return;
+    this.inCall = true;
+    try {
+      await this.#hook(() => entry.run(this.instance));
+    } catch (err) {
+      process.emitWarning(`${this.who}: a WebSocket hook threw: ${err?.stack ?? err}`, { code: 'DURABLE_SOCKET_HOOK_FAILED' });
+    }
+    this.inCall = false;
+    const barrier = this.state.flush();
+    if (barrier !== null) barrier.catch((err) => this.#fail(err));
   }
 
   async #close(entry) {

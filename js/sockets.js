@@ -1,0 +1,218 @@
+'use strict';
+// WebSockets that hibernate: the host holds the socket, not the worker.
+//
+// A worker that installed its own listeners on a socket would lose them when
+// evicted while the socket stayed open. So `ctx.acceptWebSocket(ws)` installs
+// the listeners here, keyed to the worker's class and id, not to its instance:
+// eviction frees the instance and leaves the socket connected, and a message
+// for a worker that is not live materializes it and runs webSocketMessage as
+// one mailbox entry. Tags and the attachment live here too, so they survive
+// eviction; nothing survives a process restart (a TCP connection dies with its
+// process), so clients reconnect.
+//
+// A send is output: it waits for the owning worker's writes so far to commit,
+// and sends leave in the order they were made. An auto-response is answered
+// here, from the exact text of a message, without materializing anything.
+const { DurableError, codes } = require('./errors');
+const { TAG_V8, encode, decode } = require('./codec');
+
+const MAX_ATTACHMENT = 16 * 1024;
+const MAX_TAGS = 10;
+const MAX_TAG = 256;
+const GOING_AWAY = 1001;
+
+/** @type {WeakMap<WebSocketHandle, object>} handle → its record */
+const records = new WeakMap();
+
+/** Whether `v` looks like a server-side socket of the `ws` package. */
+function isSocket(v) {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    !(v instanceof WebSocketHandle) &&
+    typeof v.send === 'function' &&
+    typeof v.close === 'function' &&
+    typeof v.on === 'function'
+  );
+}
+
+/** What a worker holds: the socket's handle, the same object across evictions. */
+class WebSocketHandle {
+  /** Sends once the owning worker's writes so far have committed. */
+  send(data) {
+    const r = records.get(this);
+    r.registry.send(r, data);
+  }
+
+  close(code, reason) {
+    records.get(this).ws.close(code, reason);
+  }
+
+  get readyState() {
+    return records.get(this).ws.readyState;
+  }
+
+  /** Keeps a structured clone of `value` with the socket (≤ 16 KiB encoded); survives eviction. */
+  serializeAttachment(value) {
+    const r = records.get(this);
+    const bytes = encode(value, () => `${r.who ?? 'a socket'}: the attachment`);
+    if (bytes.length > MAX_ATTACHMENT) {
+      throw new DurableError(
+        codes.STATE_TOO_LARGE,
+        `${r.who ?? 'a socket'}: an attachment may be at most ${MAX_ATTACHMENT} bytes encoded (16 KiB), got ${bytes.length}`,
+      );
+    }
+    r.attachment = bytes;
+  }
+
+  /** The attachment, or null. */
+  deserializeAttachment() {
+    const r = records.get(this);
+    return r.attachment === null ? null : decode(TAG_V8, r.attachment, () => r.who ?? 'a socket');
+  }
+}
+
+class SocketRegistry {
+  /** @type {Map<string, Set<object>>} worker key → its accepted sockets' records */
+  #byWorker = new Map();
+  /** @type {WeakMap<object, object>} raw socket → record */
+  #byWs = new WeakMap();
+  /** @type {Map<string, { request: string, response: string }>} */
+  #auto = new Map();
+  #face;
+  autoResponses = 0;
+
+  /**
+   * @param {{ deliver(key: string, binding: object, id: string, run: (instance: object) => unknown): void,
+   *           gateOf(key: string): Promise<void> | null }} face the host's side
+   */
+  constructor(face) {
+    this.#face = face;
+  }
+
+  /** Open accepted sockets. */
+  get count() {
+    let n = 0;
+    for (const set of this.#byWorker.values()) n += set.size;
+    return n;
+  }
+
+  /** The handle for a raw socket (made on first sight), or the handle itself. */
+  handleFor(v) {
+    if (v instanceof WebSocketHandle) return v;
+    let r = this.#byWs.get(v);
+    if (r === undefined) {
+      const handle = new WebSocketHandle();
+      r = { registry: this, ws: v, handle, key: null, binding: null, id: null, who: null, tags: [], attachment: null, chain: null };
+      records.set(handle, r);
+      this.#byWs.set(v, r);
+    }
+    return r.handle;
+  }
+
+  /** `ctx.acceptWebSocket`: from now on the host holds this socket for `worker`. */
+  accept(worker, socket, tags = []) {
+    if (!(socket instanceof WebSocketHandle) && !isSocket(socket)) {
+      throw new TypeError(`${worker.who}: acceptWebSocket(ws) takes a server-side socket of the ws package (or its handle)`);
+    }
+    if (!Array.isArray(tags) || tags.length > MAX_TAGS || tags.some((t) => typeof t !== 'string' || t.length > MAX_TAG)) {
+      throw new DurableError(codes.NAME, `${worker.who}: tags are at most ${MAX_TAGS} strings of at most ${MAX_TAG} characters`);
+    }
+    const handle = this.handleFor(socket);
+    const r = records.get(handle);
+    if (r.key !== null) {
+      throw new DurableError(codes.NAME, `${worker.who}: this socket was already accepted by ${r.who}`);
+    }
+    Object.assign(r, { key: worker.key, binding: worker.binding, id: worker.id, who: worker.who, tags: [...tags] });
+    let set = this.#byWorker.get(r.key);
+    if (set === undefined) this.#byWorker.set(r.key, (set = new Set()));
+    set.add(r);
+    const ws = r.ws;
+    ws.on('message', (data, isBinary) => this.#message(r, typeof data === 'string' || isBinary ? data : data.toString()));
+    ws.on('close', (code, reason) => this.#closed(r, code, reason === undefined ? '' : String(reason)));
+    ws.on('error', (err) => this.#event(r, (w) => w.webSocketError?.(r.handle, err)));
+    return handle;
+  }
+
+  /** `ctx.getWebSockets(tag?)` for the worker `key`. */
+  list(key, tag) {
+    const out = [];
+    for (const r of this.#byWorker.get(key) ?? []) if (tag === undefined || r.tags.includes(tag)) out.push(r.handle);
+    return out;
+  }
+
+  /** `ctx.getTags(ws)`. */
+  tags(handle) {
+    const r = handle instanceof WebSocketHandle ? records.get(handle) : this.#byWs.get(handle);
+    return r ? [...r.tags] : [];
+  }
+
+  /** `ctx.setWebSocketAutoResponse(pair | null)` for the worker `key`. */
+  setAutoResponse(key, who, pair) {
+    if (pair === null || pair === undefined) {
+      this.#auto.delete(key);
+      return;
+    }
+    if (typeof pair.request !== 'string' || typeof pair.response !== 'string') {
+      throw new TypeError(`${who}: setWebSocketAutoResponse takes { request, response } strings, or null`);
+    }
+    this.#auto.set(key, { request: pair.request, response: pair.response });
+  }
+
+  /** A gated send: after the owner's writes so far, and after earlier sends. */
+  send(r, data) {
+    const gate = r.key === null ? null : this.#face.gateOf(r.key);
+    if (gate === null && r.chain === null) {
+      r.ws.send(data);
+      return;
+    }
+    const chain = (r.chain ?? Promise.resolve())
+      .then(() => gate)
+      .then(
+        () => r.ws.send(data),
+        () => {}, // the commit failed: what it would have announced is not sent
+      );
+    r.chain = chain;
+    chain.then(() => {
+      if (r.chain === chain) r.chain = null;
+    });
+  }
+
+  /** Closes every accepted socket (the host is closing: clients reconnect). */
+  closeAll() {
+    for (const set of this.#byWorker.values()) {
+      for (const r of set) {
+        try {
+          r.ws.close(GOING_AWAY, 'server closing');
+        } catch {
+          // Already closed.
+        }
+      }
+    }
+  }
+
+  #message(r, data) {
+    const auto = this.#auto.get(r.key);
+    if (auto !== undefined && data === auto.request) {
+      this.autoResponses++;
+      r.ws.send(auto.response);
+      return;
+    }
+    this.#event(r, (w) => w.webSocketMessage?.(r.handle, data));
+  }
+
+  #closed(r, code, reason) {
+    const set = this.#byWorker.get(r.key);
+    if (set !== undefined) {
+      set.delete(r);
+      if (set.size === 0) this.#byWorker.delete(r.key);
+    }
+    this.#event(r, (w) => w.webSocketClose?.(r.handle, code, reason, code !== 1006));
+  }
+
+  #event(r, run) {
+    if (r.key !== null) this.#face.deliver(r.key, r.binding, r.id, run);
+  }
+}
+
+module.exports = { SocketRegistry, WebSocketHandle, isSocket };
