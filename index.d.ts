@@ -116,11 +116,40 @@ export interface AlarmInfo {
   retryCount: number;
 }
 
+/** A server-side socket of the `ws` package, or any object of its shape. */
+export interface ServerSocket {
+  send(data: any, ...rest: any[]): void;
+  close(code?: number, reason?: string): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  readonly readyState: number;
+}
+
+/**
+ * A WebSocket as a worker holds it: a handle on a socket the host keeps open
+ * while the worker may be evicted. The same handle object across evictions.
+ */
+export interface DurableWebSocket {
+  /** Sent once this worker's writes so far have committed; sends leave in order. */
+  send(data: string | ArrayBufferView | ArrayBuffer): void;
+  close(code?: number, reason?: string): void;
+  readonly readyState: number;
+  /** Keeps a structured clone with the socket (≤ 16 KiB encoded); survives eviction, not a restart. */
+  serializeAttachment(value: unknown): void;
+  deserializeAttachment<T = unknown>(): T | null;
+}
+
 /** What a worker sees as `this.ctx`. */
 export interface WorkerContext {
   readonly id: string;
   /** A stub for another worker; calls carry this call's chain and wait for this worker's writes so far. */
   get<W extends DurableWorker>(Class: WorkerClass<W>, id: string): Stub<W>;
+  /** Hands a socket to the host for this worker (tags: at most 10 strings); returns its handle. */
+  acceptWebSocket(ws: ServerSocket | DurableWebSocket, tags?: string[]): DurableWebSocket;
+  /** This worker's open accepted sockets, those with `tag` if given. */
+  getWebSockets(tag?: string): DurableWebSocket[];
+  getTags(ws: DurableWebSocket): string[];
+  /** Answers `request` (exact text) with `response` on the host, without waking the worker; null clears. */
+  setWebSocketAutoResponse(pair: { request: string; response: string } | null): void;
 }
 
 /** Base class of durable workers. Do not override the constructor: use `start()`. */
@@ -141,17 +170,24 @@ export class DurableWorker {
    * from disk only after this returns; a throw retries it at 1 s, 2 s, 4 s … 5 min.
    */
   alarm?(info: AlarmInfo): void | Promise<void>;
+  /** A message on an accepted socket (text as a string, binary as a Buffer), through the mailbox. */
+  webSocketMessage?(ws: DurableWebSocket, data: string | Buffer): void | Promise<void>;
+  webSocketClose?(ws: DurableWebSocket, code: number, reason: string, wasClean: boolean): void | Promise<void>;
+  webSocketError?(ws: DurableWebSocket, err: unknown): void | Promise<void>;
 }
 
 /** A class extending DurableWorker. */
 export type WorkerClass<W extends DurableWorker = DurableWorker> = (abstract new () => W) & { workerName?: string };
 
-type Hook = 'start' | 'stop' | 'alarm' | 'id' | 'state' | 'ctx';
+type Hook = 'start' | 'stop' | 'alarm' | 'webSocketMessage' | 'webSocketClose' | 'webSocketError' | 'id' | 'state' | 'ctx';
+
+/** A socket parameter may be given the raw server socket: it crosses as a handle. */
+type StubArgs<A extends any[]> = { [I in keyof A]: A[I] extends DurableWebSocket ? A[I] | ServerSocket : A[I] };
 
 /** A caller's handle on a worker: each method returns a Promise of its (cloned) result. */
 export type Stub<W> = {
   readonly [K in Exclude<keyof W, Hook> as W[K] extends (...args: any[]) => any ? K : never]: W[K] extends (...args: infer A) => infer R
-    ? (...args: A) => Promise<Awaited<R>>
+    ? (...args: StubArgs<A>) => Promise<Awaited<R>>
     : never;
 };
 
@@ -166,6 +202,10 @@ export interface HostStats {
   calls: number;
   /** Calls refused with ERR_DURABLE_BUSY. */
   refused: number;
+  /** Open accepted WebSockets. */
+  sockets: number;
+  /** Messages answered by an auto-response, without waking a worker. */
+  autoResponses: number;
   /** Alarm firings run (a firing runs every alarm of one worker that is due). */
   alarmsFired: number;
   /** alarm() handlers that threw (each is retried). */

@@ -1,6 +1,23 @@
 // Compiled by 90-types.test.js with `tsc --strict --noEmit`: the public types
 // accept what API.md says users write, and refuse what they must not.
-import { open, DurableWorker, DurableError, codes, type Host, type Stub } from 'durable-workers';
+import { open, DurableWorker, DurableError, codes, type Host, type Stub, type DurableWebSocket, type ServerSocket } from 'durable-workers';
+
+class Room extends DurableWorker {
+  join(ws: DurableWebSocket, user: string): number {
+    const h = this.ctx.acceptWebSocket(ws, [`user:${user}`]);
+    h.serializeAttachment({ user });
+    this.ctx.setWebSocketAutoResponse({ request: 'ping', response: 'pong' });
+    return this.ctx.getWebSockets('user:' + user).length;
+  }
+  webSocketMessage(ws: DurableWebSocket, data: string | Buffer): void {
+    const who = ws.deserializeAttachment<{ user: string }>()?.user;
+    for (const peer of this.ctx.getWebSockets()) peer.send(`${who}: ${String(data)} ${this.ctx.getTags(ws).join()}`);
+  }
+}
+
+async function joinRoom(host: Host, socket: ServerSocket): Promise<number> {
+  return host.get(Room, 'lobby').join(socket, 'ann');
+}
 
 class Cart extends DurableWorker {
   static workerName = 'Cart';
@@ -71,3 +88,4 @@ async function main(): Promise<void> {
 }
 
 void main;
+void joinRoom;
