@@ -3,7 +3,7 @@
 // The benchmark: durable-workers against a hand-rolled better-sqlite3
 // baseline, both measured in this run on this machine, then the write
 // scenarios again on an emulated slow (5 ms per sync) device, then alarm
-// lateness (bench/alarms.js).
+// lateness (bench/alarms.js) and hibernating sockets (bench/sockets.js).
 //
 //   node bench/run.js [--quick] [--json]
 //
@@ -303,14 +303,16 @@ async function main() {
   } finally {
     cleanup();
   }
-  // Alarms have no baseline to compare with: their own script, in a child.
-  let alarms;
-  try {
-    const args = [path.join(__dirname, 'alarms.js'), '--workers', flags.quick ? '1000' : '10000'];
-    alarms = execFileSync(process.execPath, args, { encoding: 'utf8', timeout: 300_000 }).trim();
-  } catch (err) {
-    alarms = `alarm scenarios failed: ${String(err.stderr || err.message).trim().split('\n')[0]}`;
-  }
+  // Alarms and sockets have no baseline to compare with: their own scripts, in children.
+  const script = (name, args) => {
+    try {
+      return execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, name), ...args], { encoding: 'utf8', timeout: 300_000 }).trim();
+    } catch (err) {
+      return `${name} failed: ${String(err.stderr || err.message).trim().split('\n')[0]}`;
+    }
+  };
+  const alarms = script('alarms.js', ['--workers', flags.quick ? '1000' : '10000']);
+  const sockets = script('sockets.js', flags.quick ? ['--sockets', '1000', '--rooms', '100', '--active', '20', '--seconds', '1'] : []);
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -340,7 +342,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(alarms, '');
+  lines.push(alarms, '', sockets, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));
