@@ -236,16 +236,12 @@ class Host extends EventEmitter {
 
   #deliver(key, binding, id, method, args, frame) {
     return new Promise((resolve, reject) => {
-      const attempt = () => {
-        if (this.#closed) return reject(closedError(label(binding.name, id)));
-        let w = this.#live.get(key);
-        if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
-          // Closing, failed or being deleted: wait, then start a fresh instance.
-          w.closed.then(attempt, attempt);
-          return;
-        }
-        if (w === undefined) w = this.#materialize(key, binding, id);
-        if (!w.call(method, args, frame, resolve, reject)) {
+      this.#withWorker(
+        key,
+        binding,
+        id,
+        (w) => {
+          if (w.call(method, args, frame, resolve, reject)) return;
           this.#counts.refused++;
           reject(
             new DurableError(
@@ -253,10 +249,28 @@ class Host extends EventEmitter {
               `${w.who}: the mailbox is full (${this.#options.mailbox} calls waiting); the worker is not keeping up with its callers`,
             ),
           );
-        }
-      };
-      attempt();
+        },
+        () => reject(closedError(label(binding.name, id))),
+      );
     });
+  }
+
+  /**
+   * Hands the live instance of a worker to `use`, materializing it if there
+   * is none. One that is closing, failed or being deleted is waited for, and
+   * a fresh instance started after it. `onClosed` runs instead if the host closes.
+   */
+  #withWorker(key, binding, id, use, onClosed) {
+    const attempt = () => {
+      if (this.#closed) return onClosed();
+      const w = this.#live.get(key);
+      if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
+        w.closed.then(attempt, attempt);
+        return;
+      }
+      use(w ?? this.#materialize(key, binding, id));
+    };
+    attempt();
   }
 
   /**
@@ -265,44 +279,31 @@ class Host extends EventEmitter {
    * @returns {{ started: Promise<void>, done: Promise<void> }}
    */
   #fireAlarms(binding, id, after) {
-    const key = keyOf(binding.name, id);
     let started;
     const startedP = new Promise((r) => (started = r));
     const done = new Promise((resolve) => {
-      const attempt = () => {
-        if (this.#closed) {
+      this.#withWorker(
+        keyOf(binding.name, id),
+        binding,
+        id,
+        (w) => {
+          this.#counts.alarmsFired++;
+          const firing = w.fireAlarms(after);
+          firing.started.then(started);
+          firing.done.then(resolve);
+        },
+        () => {
           started();
-          return resolve();
-        }
-        let w = this.#live.get(key);
-        if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
-          w.closed.then(attempt, attempt);
-          return;
-        }
-        if (w === undefined) w = this.#materialize(key, binding, id);
-        this.#counts.alarmsFired++;
-        const firing = w.fireAlarms(after);
-        firing.started.then(started);
-        firing.done.then(resolve);
-      };
-      attempt();
+          resolve();
+        },
+      );
     });
     return { started: startedP, done };
   }
 
   /** Runs a socket event as one mailbox entry of its worker, materializing it. */
   #socketEvent(key, binding, id, run) {
-    const attempt = () => {
-      if (this.#closed) return;
-      let w = this.#live.get(key);
-      if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
-        w.closed.then(attempt, attempt);
-        return;
-      }
-      if (w === undefined) w = this.#materialize(key, binding, id);
-      w.socketEvent(run);
-    };
-    attempt();
+    this.#withWorker(key, binding, id, (w) => w.socketEvent(run), () => {});
   }
 
   /** One worker's entry in the catalog's alarm index, as its state uses it. */
