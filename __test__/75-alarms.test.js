@@ -25,19 +25,9 @@ const CLOCK = 50;
 /** How long to keep watching after the last expected firing, to catch extra ones. */
 const SETTLE = 1500;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+const { sleep, until } = require('./helpers/poll');
 const range = (n) => Array.from({ length: n }, (_, i) => i);
 
-/** Polls `check` until it returns something truthy; throws after `ms` naming `what`. */
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
-    await sleep(20);
-  }
-}
 
 /** Runs of the hook recorded in this process for `id` (ids are unique across this file). */
 const runsOf = (id, ev = 'begin') => record.log.filter((e) => e.id === id && e.ev === ev);

@@ -30,19 +30,9 @@ const SYNC_MS = 5;
 /** Deadline for anything expected to happen "soon". */
 const SOON = 20_000;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const { sleep, until } = require('./helpers/poll');
 const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
 
-/** Polls `check` until it returns something truthy; throws after `ms` naming `what`. */
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
-    await sleep(10);
-  }
-}
 
 /** What the fixture's hooks recorded for room `id` (ids are unique across this file). */
 const recorded = (id, ev) => record.log.filter((e) => e.id === id && (ev === undefined || e.ev === ev));
