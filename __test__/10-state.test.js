@@ -232,3 +232,55 @@ test('bad keys are refused with ERR_DURABLE_NAME', async (t) => {
   t.is((await box.tryPut('k'.repeat(2049), 1)).code, 'ERR_DURABLE_NAME');
   t.true((await box.tryPut('k'.repeat(2048), 1)).ok);
 });
+
+test('a nested transaction that throws undoes only itself; the outer one still commits', async (t) => {
+  class Nest extends DurableWorker {
+    async run() {
+      await this.state.transaction(async () => {
+        this.state.set('outer', 1);
+        await this.state
+          .transaction(async () => {
+            this.state.set('inner', 2);
+            this.state.set('outer', 99);
+            throw new Error('inner fails');
+          })
+          .catch(() => {});
+        this.state.set('after', 3);
+      });
+      return this.state.entries();
+    }
+    dump() {
+      return this.state.entries();
+    }
+  }
+  const dir = tmpDir(t);
+  let h = await open({ dir });
+  const expected = [
+    ['after', 3],
+    ['outer', 1],
+  ];
+  t.deepEqual(await h.get(Nest, 'n').run(), expected);
+  await h.close();
+  h = await open({ dir });
+  t.teardown(() => h.close());
+  t.deepEqual(await h.get(Nest, 'n').dump(), expected);
+});
+
+test('writes a method made before it threw are committed, and the caller gets the error', async (t) => {
+  class Half extends DurableWorker {
+    setThenThrow() {
+      this.state.set('k', 'written');
+      throw new Error('after the write');
+    }
+    get_() {
+      return this.state.get('k');
+    }
+  }
+  const dir = tmpDir(t);
+  let h = await open({ dir });
+  await t.throwsAsync(h.get(Half, 'h').setThenThrow(), { message: 'after the write' });
+  await h.close();
+  h = await open({ dir });
+  t.teardown(() => h.close());
+  t.is(await h.get(Half, 'h').get_(), 'written');
+});

@@ -96,7 +96,7 @@ class Host extends EventEmitter {
     for (;;) {
       const w = this.#live.get(key);
       if (w === undefined) break;
-      if (w instanceof LiveWorker && w.status !== 'closing' && w.status !== 'failed' && w.closed === null) {
+      if (w instanceof LiveWorker && w.closed === null) {
         const existed = w.close(null, { destroy: true });
         existed.then(
           () => this.#drop(w),

@@ -36,10 +36,6 @@ class Mailbox {
     return this.#queue.length - this.#head;
   }
 
-  get idle() {
-    return !this.#running;
-  }
-
   /**
    * Queues an entry; false when full (the caller refuses the work). `force`
    * is for the host's own entries (start, close), which are never refused.

@@ -80,7 +80,6 @@ pub struct HostOptions {
 /// Counters for `host.stats()`.
 #[napi(object)]
 pub struct NativeStats {
-    pub live: u32,
     pub commits: f64,
     pub syncs: f64,
     pub catalog_commits: f64,
@@ -444,7 +443,6 @@ impl NativeHost {
         let n =
             |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed) as f64;
         NativeStats {
-            live: self.live.lock().live() as u32,
             commits: n(&c.commits),
             syncs: n(&c.syncs),
             catalog_commits: self.engine.catalog_commits() as f64,
@@ -580,11 +578,5 @@ impl NativeWorker {
     #[napi]
     pub fn exists(&self) -> bool {
         self.inner.path().exists()
-    }
-
-    /// The worker's file path (for messages and tests).
-    #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().display().to_string()
     }
 }

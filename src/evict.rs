@@ -25,15 +25,6 @@ pub enum Reason {
     Evicted,
 }
 
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Idle => "idle",
-            Reason::Evicted => "evicted",
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Entry {
     /// Units of work in flight; the worker is evictable only at zero.

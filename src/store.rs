@@ -218,10 +218,6 @@ impl WorkerFile {
         self.in_transaction("write", |c| apply(c, batch))
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Checkpoints the WAL into the file and empties it, then closes. The WAL
     /// file itself is kept (see `sqlite::persist_wal`); emptied, it cannot be
     /// replayed over a database file that later replaces this one.
