@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 use crate::catalog::{Op, Reply};
 use crate::committer::Committer;
+use crate::docs::{self, CmpOp, Collection, Cond, DocChanges, DocOp, DocPut, FieldType, Schema};
 use crate::engine::{Engine, Worker};
 use crate::error::{Error, Result};
 use crate::evict::{LiveSet, Reason};
@@ -85,6 +86,8 @@ pub struct NativeStats {
     pub catalog_commits: f64,
     pub created: f64,
     pub bytes_written: f64,
+    pub queries: f64,
+    pub docs_read: f64,
 }
 
 /// A worker's stored key/value page, as three parallel arrays.
@@ -96,6 +99,68 @@ pub struct Loaded {
     pub tags: Vec<u32>,
     pub values: Vec<Buffer>,
     pub alarms: Alarms,
+    /// Declared fields to fill from stored documents before the worker runs.
+    pub backfill: Vec<BackfillNeed>,
+}
+
+/// One collection's fields to backfill, by declaration index.
+#[napi(object)]
+pub struct BackfillNeed {
+    pub collection: u32,
+    pub fields: Vec<u32>,
+}
+
+/// One declared collection, as `NativeHost.declare` takes it: field names and
+/// types (`text | integer | real | boolean | date`) in parallel.
+#[napi(object)]
+pub struct CollectionSpec {
+    pub name: String,
+    pub fields: Vec<String>,
+    pub types: Vec<String>,
+}
+
+/// Collection changes: `clear` empties every collection first; then per
+/// document its collection index, id, codec tag (0: deleted), bytes (empty
+/// when deleted), and, for writes only, its column values in order, encoded
+/// as `docs::decode_values` reads them.
+#[napi(object)]
+pub struct DocChangesJs {
+    pub clear: bool,
+    pub colls: Vec<u32>,
+    pub ids: Vec<String>,
+    pub tags: Vec<u32>,
+    pub docs: Vec<Buffer>,
+    pub columns: Buffer,
+}
+
+/// A collection read. `kind`: `find` (conditions, order, limit), `count`
+/// (conditions), `get` (`id`), `scan` (every document in id order after
+/// `after`, at most `limit`). Conditions are parallel arrays: field index,
+/// operator code (see `CmpOp::from_code`), and how many of `values` each takes.
+#[napi(object)]
+pub struct QueryJs {
+    pub kind: String,
+    pub collection: u32,
+    pub id: Option<String>,
+    pub after: Option<String>,
+    pub fields: Option<Vec<u32>>,
+    pub ops: Option<Vec<u32>>,
+    pub counts: Option<Vec<u32>>,
+    pub values: Option<Buffer>,
+    pub order: Option<u32>,
+    pub desc: Option<bool>,
+    pub limit: Option<u32>,
+    /// The worker's writes not yet committed, read as if they were.
+    pub overlay: Option<DocChangesJs>,
+}
+
+/// Documents read, as parallel arrays; `count` for a count.
+#[napi(object)]
+pub struct QueryResult {
+    pub ids: Vec<String>,
+    pub tags: Vec<u32>,
+    pub docs: Vec<Buffer>,
+    pub count: f64,
 }
 
 /// Named alarms as parallel arrays: set (`names`, `ats` and `scheduled` in
@@ -126,6 +191,14 @@ fn to_loaded((exists, page): (bool, Page)) -> Loaded {
         tags: Vec::with_capacity(rows.len()),
         values: Vec::with_capacity(rows.len()),
         alarms: Alarms::default(),
+        backfill: page
+            .backfill
+            .into_iter()
+            .map(|b| BackfillNeed {
+                collection: b.coll as u32,
+                fields: b.fields.into_iter().map(|f| f as u32).collect(),
+            })
+            .collect(),
     };
     for Row { key, tag, value } in rows {
         out.keys.push(key);
@@ -156,15 +229,72 @@ pub struct Changes {
     pub values: Vec<Buffer>,
     pub deletes: Vec<String>,
     pub alarms: Option<Alarms>,
+    pub docs: Option<DocChangesJs>,
 }
 
-fn to_batch(env: &Env, changes: Changes) -> napi::Result<Batch> {
+fn invalid(env: &Env, message: &str) -> napi::Error {
+    js_error(env, "ERR_INVALID_ARG_VALUE", message)
+}
+
+/// Checks collection changes against the worker's schema and decodes them.
+fn to_doc_changes(env: &Env, schema: &Schema, js: DocChangesJs) -> napi::Result<DocChanges> {
+    let DocChangesJs {
+        clear,
+        colls,
+        ids,
+        tags,
+        docs: bytes,
+        columns,
+    } = js;
+    let n = ids.len();
+    if colls.len() != n || tags.len() != n || bytes.len() != n {
+        return Err(invalid(env, "document changes differ in length"));
+    }
+    let mut values = docs::decode_values(&columns)
+        .map_err(|e| invalid(env, &e))?
+        .into_iter();
+    let mut ops = Vec::with_capacity(n);
+    for (((coll, id), tag), doc) in colls.into_iter().zip(ids).zip(tags).zip(bytes.iter()) {
+        let c = schema
+            .collections
+            .get(coll as usize)
+            .ok_or_else(|| invalid(env, "a document names an undeclared collection"))?;
+        let put = if tag == 0 {
+            None
+        } else {
+            let columns: Vec<_> = values.by_ref().take(c.fields.len()).collect();
+            if columns.len() != c.fields.len() {
+                return Err(invalid(
+                    env,
+                    "a document has fewer column values than fields",
+                ));
+            }
+            Some(DocPut {
+                tag,
+                doc: doc.to_vec(),
+                columns,
+            })
+        };
+        ops.push(DocOp {
+            coll: coll as usize,
+            id,
+            put,
+        });
+    }
+    if values.next().is_some() {
+        return Err(invalid(env, "more column values than declared fields"));
+    }
+    Ok(DocChanges { clear, ops })
+}
+
+fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Result<Batch> {
     let Changes {
         keys,
         tags,
         values,
         deletes,
         alarms,
+        docs,
     } = changes;
     let alarms = alarms.unwrap_or_default();
     if keys.len() != tags.len()
@@ -202,12 +332,93 @@ fn to_batch(env: &Env, changes: Changes) -> napi::Result<Batch> {
             scheduled: scheduled as i64,
         })
         .collect();
+    let docs = match docs {
+        Some(d) => to_doc_changes(env, schema, d)?,
+        None => DocChanges::default(),
+    };
     Ok(Batch {
         sets,
         deletes,
         alarms: alarm_sets,
         alarm_deletes: alarms.deletes,
+        docs,
     })
+}
+
+/// A read, checked against the collection it names.
+enum Read {
+    Find(docs::Query),
+    Count(Vec<Cond>),
+    Get(String),
+    Scan(Option<String>, Option<u32>),
+}
+
+fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Result<Read> {
+    let conds = || -> napi::Result<Vec<Cond>> {
+        let fields = q.fields.clone().unwrap_or_default();
+        let ops = q.ops.clone().unwrap_or_default();
+        let counts = q.counts.clone().unwrap_or_default();
+        if ops.len() != fields.len() || counts.len() != fields.len() {
+            return Err(invalid(env, "query conditions differ in length"));
+        }
+        let mut values = match &q.values {
+            Some(b) => docs::decode_values(b).map_err(|e| invalid(env, &e))?,
+            None => Vec::new(),
+        }
+        .into_iter();
+        let mut out = Vec::with_capacity(fields.len());
+        for ((field, op), n) in fields.into_iter().zip(ops).zip(counts) {
+            let op = CmpOp::from_code(op).ok_or_else(|| invalid(env, "unknown query operator"))?;
+            if field as usize >= c.fields.len() {
+                return Err(invalid(env, "a condition names an undeclared field"));
+            }
+            let vals: Vec<_> = values.by_ref().take(n as usize).collect();
+            if vals.len() != n as usize || (op != CmpOp::In && n != 1) {
+                return Err(invalid(env, "a condition has the wrong number of values"));
+            }
+            out.push(Cond {
+                field: field as usize,
+                op,
+                values: vals,
+            });
+        }
+        Ok(out)
+    };
+    Ok(match q.kind.as_str() {
+        "find" => {
+            if q.order.is_some_and(|f| f as usize >= c.fields.len()) {
+                return Err(invalid(env, "the order names an undeclared field"));
+            }
+            Read::Find(docs::Query {
+                conds: conds()?,
+                order: q.order.map(|f| f as usize),
+                desc: q.desc.unwrap_or(false),
+                limit: q.limit,
+            })
+        }
+        "count" => Read::Count(conds()?),
+        "get" => Read::Get(
+            q.id.take()
+                .ok_or_else(|| invalid(env, "a get needs an id"))?,
+        ),
+        "scan" => Read::Scan(q.after.take(), q.limit),
+        other => return Err(invalid(env, &format!("unknown query kind {other:?}"))),
+    })
+}
+
+fn to_query_result(rows: Vec<docs::DocRow>, count: i64) -> QueryResult {
+    let mut out = QueryResult {
+        ids: Vec::with_capacity(rows.len()),
+        tags: Vec::with_capacity(rows.len()),
+        docs: Vec::with_capacity(rows.len()),
+        count: count as f64,
+    };
+    for r in rows {
+        out.ids.push(r.id);
+        out.tags.push(r.tag);
+        out.docs.push(r.doc.into());
+    }
+    out
 }
 
 /// Called on the JS thread when a commit ends: `(id, code, message)`, with an
@@ -282,6 +493,46 @@ impl NativeHost {
                 done: Mutex::new(Some(on_done)),
             }),
         })
+    }
+
+    /// Records the collections a class declares (validated by the JS layer;
+    /// checked again here, since the names reach SQL text). Workers handed
+    /// out afterwards use them.
+    #[napi]
+    pub fn declare(
+        &self,
+        env: &Env,
+        class_name: String,
+        collections: Vec<CollectionSpec>,
+    ) -> napi::Result<()> {
+        let mut schema = Schema::default();
+        for spec in collections {
+            let bad = || {
+                js_error(
+                    env,
+                    "ERR_DURABLE_NAME",
+                    &format!(
+                        "{class_name}: collection {:?} is not a usable declaration (names match [A-Za-z_][A-Za-z0-9_]{{0,63}}, types are text, integer, real, boolean or date)",
+                        spec.name
+                    ),
+                )
+            };
+            if spec.fields.len() != spec.types.len() {
+                return Err(bad());
+            }
+            let fields = spec
+                .fields
+                .iter()
+                .zip(&spec.types)
+                .map(|(f, t)| FieldType::parse(t).map(|t| (f.clone(), t)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(bad)?;
+            schema
+                .collections
+                .push(Collection::new(&spec.name, fields).ok_or_else(bad)?);
+        }
+        self.engine.declare(&class_name, schema);
+        Ok(())
     }
 
     /// A handle on one worker's storage. Does no I/O.
@@ -448,6 +699,8 @@ impl NativeHost {
             catalog_commits: self.engine.catalog_commits() as f64,
             created: n(&c.created),
             bytes_written: n(&c.bytes_written),
+            queries: n(&c.queries),
+            docs_read: n(&c.docs_read),
         }
     }
 
@@ -544,7 +797,7 @@ impl NativeWorker {
     /// host's `on_done(id, …)` is called once it has committed, or failed.
     #[napi]
     pub fn write(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<()> {
-        let batch = to_batch(env, changes)?;
+        let batch = to_batch(env, self.inner.schema(), changes)?;
         let worker = self.inner.clone();
         self.submit(env, id, move || worker.write(&batch))
     }
@@ -571,6 +824,68 @@ impl NativeWorker {
             Ok(had_file || had_row)
         };
         promise(env, fut, |existed| existed)
+    }
+
+    /// Reads a collection, with the worker's uncommitted writes (`overlay`)
+    /// applied for the read only. Runs on the blocking pool, in turn with the
+    /// worker's commits.
+    #[napi]
+    pub fn query<'env>(
+        &self,
+        env: &'env Env,
+        mut q: QueryJs,
+    ) -> napi::Result<PromiseRaw<'env, QueryResult>> {
+        let w = self.inner.clone();
+        let schema = w.schema();
+        let ci = q.collection as usize;
+        let c = schema
+            .collections
+            .get(ci)
+            .ok_or_else(|| invalid(env, "the query names an undeclared collection"))?;
+        let read = to_read(env, c, &mut q)?;
+        let overlay = match q.overlay.take() {
+            Some(o) => to_doc_changes(env, schema, o)?,
+            None => DocChanges::default(),
+        };
+        let fut = blocking(move || {
+            let schema = w.schema();
+            let out = w.read(|conn, tables| {
+                let c = schema.get(ci)?;
+                docs::with_overlay(conn, schema, tables, &overlay, |t| match &read {
+                    Read::Find(q) => Ok((docs::find(conn, c, t, q)?, 0)),
+                    Read::Count(conds) => Ok((Vec::new(), docs::count(conn, c, t, conds)?)),
+                    Read::Get(id) => Ok((docs::get(conn, c, t, id)?.into_iter().collect(), 0)),
+                    Read::Scan(after, limit) => {
+                        Ok((docs::scan(conn, c, t, after.as_deref(), *limit)?, 0))
+                    }
+                })
+            })?;
+            w.engine()
+                .counters
+                .docs_read
+                .fetch_add(out.0.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok(out)
+        });
+        promise(env, fut, |(rows, count)| to_query_result(rows, count))
+    }
+
+    /// Fills declared `fields` of collection `collection` for the documents
+    /// `ids` with `columns` (row by row), adding missing columns and indexes,
+    /// in one transaction.
+    #[napi]
+    pub fn backfill<'env>(
+        &self,
+        env: &'env Env,
+        collection: u32,
+        fields: Vec<u32>,
+        ids: Vec<String>,
+        columns: Buffer,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let values = docs::decode_values(&columns).map_err(|e| invalid(env, &e))?;
+        let w = self.inner.clone();
+        let fields: Vec<usize> = fields.into_iter().map(|f| f as usize).collect();
+        let fut = blocking(move || w.backfill(collection as usize, &fields, &ids, &values));
+        promise(env, fut, |()| ())
     }
 
     /// Whether the worker has a file on disk: a stat on the JS thread, so a

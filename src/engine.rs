@@ -3,13 +3,16 @@
 //!
 //! Everything here blocks; the napi layer runs it off the JS thread.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use rusqlite::Connection;
 
 use crate::catalog::{Catalog, Op, Reply};
+use crate::docs::{Schema, Tables};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
@@ -24,8 +27,12 @@ pub struct Counters {
     pub syncs: AtomicU64,
     /// Worker files created.
     pub created: AtomicU64,
-    /// Value bytes handed to SQLite.
+    /// Value and document bytes handed to SQLite.
     pub bytes_written: AtomicU64,
+    /// Collection reads (get, find, count, scan).
+    pub queries: AtomicU64,
+    /// Documents those reads returned.
+    pub docs_read: AtomicU64,
 }
 
 /// One open durable directory. Owning it means holding the catalog's lock.
@@ -35,6 +42,8 @@ pub struct Engine {
     catalog: Catalog,
     pub counters: Counters,
     closed: AtomicBool,
+    /// Each class's declared collections.
+    schemas: Mutex<HashMap<String, Arc<Schema>>>,
 }
 
 impl Engine {
@@ -48,7 +57,19 @@ impl Engine {
             catalog,
             counters: Counters::default(),
             closed: AtomicBool::new(false),
+            schemas: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Records a class's collections; workers handed out later use them.
+    pub fn declare(&self, class: &str, schema: Schema) {
+        self.schemas
+            .lock()
+            .insert(class.to_string(), Arc::new(schema));
+    }
+
+    fn schema(&self, class: &str) -> Arc<Schema> {
+        self.schemas.lock().get(class).cloned().unwrap_or_default()
     }
 
     pub fn dir(&self) -> &Path {
@@ -99,19 +120,26 @@ pub struct Worker {
     class: String,
     id: String,
     path: PathBuf,
+    schema: Arc<Schema>,
     file: Mutex<FileState>,
 }
 
 impl Worker {
     pub fn new(engine: Arc<Engine>, class: String, id: String) -> Self {
         let path = layout::worker_path(engine.dir(), &class, &id);
+        let schema = engine.schema(&class);
         Worker {
             engine,
             class,
             id,
             path,
+            schema,
             file: Mutex::new(FileState::Unopened),
         }
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -133,7 +161,8 @@ impl Worker {
             FileState::Made | FileState::Open(_) => return Ok(Page::default()),
             FileState::Closed => return Err(Error::Closed),
         }
-        match WorkerFile::open(&self.path, &self.class, &self.id, self.engine.durability)? {
+        let durability = self.engine.durability;
+        match WorkerFile::open(&self.path, &self.class, &self.id, durability, &self.schema)? {
             Some((f, page)) => {
                 *file = FileState::Open(f);
                 Ok(page)
@@ -159,12 +188,12 @@ impl Worker {
         if batch.is_empty() && !matches!(&*file, FileState::Unopened | FileState::Absent) {
             return Ok(());
         }
-        match &*file {
-            FileState::Open(f) => f.write(batch)?,
+        match &mut *file {
+            FileState::Open(f) => f.write(&self.schema, batch)?,
             FileState::Made => {
-                let f =
+                let mut f =
                     WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
-                f.write(batch)?;
+                f.write(&self.schema, batch)?;
                 *file = FileState::Open(f);
             }
             FileState::Unopened | FileState::Absent => {
@@ -173,6 +202,7 @@ impl Worker {
                     &self.class,
                     &self.id,
                     self.engine.durability,
+                    &self.schema,
                     batch,
                 )?;
                 c.created.fetch_add(1, Ordering::Relaxed);
@@ -184,8 +214,65 @@ impl Worker {
         if self.engine.durability == Durability::Full {
             c.syncs.fetch_add(1, Ordering::Relaxed);
         }
-        let bytes: usize = batch.sets.iter().map(|r| r.value.len()).sum();
+        let bytes: usize = batch.sets.iter().map(|r| r.value.len()).sum::<usize>()
+            + batch
+                .docs
+                .ops
+                .iter()
+                .filter_map(|op| op.put.as_ref().map(|p| p.doc.len()))
+                .sum::<usize>();
         c.bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs a collection read on this worker's connection, one statement at a
+    /// time with its commits (the file's lock is held throughout). A worker
+    /// without a file reads from an empty in-memory database, so that its
+    /// uncommitted writes (the overlay) are still read through SQL.
+    pub fn read<T>(
+        &self,
+        body: impl FnOnce(&Connection, &Tables) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        self.engine.check_open()?;
+        let mut file = self.file.lock();
+        self.engine.counters.queries.fetch_add(1, Ordering::Relaxed);
+        if matches!(&*file, FileState::Made)
+            || (matches!(&*file, FileState::Unopened) && self.path.exists())
+        {
+            let f = WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
+            *file = FileState::Open(f);
+        }
+        match &*file {
+            FileState::Open(f) => f.read(body),
+            FileState::Unopened | FileState::Absent | FileState::Made => {
+                let conn = Connection::open_in_memory()
+                    .map_err(|e| Error::sqlite("read", &self.path, e))?;
+                body(&conn, &Tables::default()).map_err(|e| Error::sqlite("read", &self.path, e))
+            }
+            FileState::Closed => Err(Error::Closed),
+        }
+    }
+
+    /// Fills declared fields of stored documents; see [`WorkerFile::backfill`].
+    pub fn backfill(
+        &self,
+        coll: usize,
+        fields: &[usize],
+        ids: &[String],
+        columns: &[rusqlite::types::Value],
+    ) -> Result<()> {
+        self.engine.check_open()?;
+        let file = self.file.lock();
+        match &*file {
+            FileState::Open(f) => f.backfill(&self.schema, coll, fields, ids, columns)?,
+            // Only a loaded file asks for a backfill.
+            _ => return Err(Error::Closed),
+        }
+        let c = &self.engine.counters;
+        c.commits.fetch_add(1, Ordering::Relaxed);
+        if self.engine.durability == Durability::Full {
+            c.syncs.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 

@@ -16,12 +16,14 @@
 //! carries), one sync per catalog batch, and per open worker a file handle and
 //! a small page cache.
 //!
-//! Layout: [`layout`] paths, [`store`] a worker file, [`catalog`] the registry,
-//! [`evict`] the live set, [`engine`] a directory, [`binding`] the napi surface.
+//! Layout: [`layout`] paths, [`store`] a worker file, [`docs`] its collections,
+//! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
+//! [`binding`] the napi surface.
 
 pub mod binding;
 pub mod catalog;
 pub mod committer;
+pub mod docs;
 pub mod engine;
 pub mod error;
 pub mod evict;

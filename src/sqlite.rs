@@ -74,6 +74,8 @@ pub fn configure(
         "PRAGMA synchronous={sync}; PRAGMA cache_size=-{cache_kib}; PRAGMA temp_store=MEMORY;"
     ))
     .map_err(|e| Error::sqlite("configure", path, e))?;
+    // Collection reads build a statement per query shape; keep more of them.
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
 

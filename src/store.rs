@@ -9,7 +9,11 @@
 //! ```text
 //! meta(k TEXT PRIMARY KEY, v)          'id', 'class', 'format'
 //! kv(key TEXT PRIMARY KEY, tag INTEGER, value BLOB) WITHOUT ROWID
+//! alarms(name TEXT PRIMARY KEY, at, attempt, scheduled) WITHOUT ROWID
 //! ```
+//!
+//! and, once a collection is first written, its table and the `fields` table
+//! (see [`crate::docs`]).
 //!
 //! `tag` names the codec of `value`. The core never decodes values: JS owns the
 //! codec and refuses a tag it does not know, so a newer build's data is never
@@ -23,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::docs::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::{self, Durability};
@@ -55,13 +60,14 @@ pub struct Alarm {
 }
 
 /// A write batch: the final value of every key the batch sets, the keys it
-/// deletes, and the alarms it sets or removes.
+/// deletes, the alarms it sets or removes, and its collection changes.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub sets: Vec<Row>,
     pub deletes: Vec<String>,
     pub alarms: Vec<Alarm>,
     pub alarm_deletes: Vec<String>,
+    pub docs: DocChanges,
 }
 
 impl Batch {
@@ -70,31 +76,41 @@ impl Batch {
             && self.deletes.is_empty()
             && self.alarms.is_empty()
             && self.alarm_deletes.is_empty()
+            && self.docs.is_empty()
     }
 }
 
-/// What a worker's file holds: its key/value page and its alarms.
+/// What a worker's file holds: its key/value page and its alarms, and which
+/// declared fields must be filled from stored documents before it runs.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Page {
     pub rows: Vec<Row>,
     pub alarms: Vec<Alarm>,
+    pub backfill: Vec<Backfill>,
 }
 
 /// An open worker database.
 pub struct WorkerFile {
     conn: Connection,
     path: PathBuf,
+    /// The collection tables that exist, as of the last commit.
+    tables: Tables,
 }
 
 impl WorkerFile {
     /// Opens an existing worker file and reads its whole key/value page.
     /// `Ok(None)` when the worker has no file yet (or only an empty one left by
     /// a crash before its first commit, which is removed).
+    ///
+    /// The file's collections are compared with `schema`: columns no longer
+    /// declared are marked inactive (a small write, only when something left
+    /// the declaration), and the fields to backfill are in the page.
     pub fn open(
         path: &Path,
         class: &str,
         id: &str,
         durability: Durability,
+        schema: &Schema,
     ) -> Result<Option<(Self, Page)>> {
         if !path.exists() {
             return Ok(None);
@@ -124,12 +140,20 @@ impl WorkerFile {
                 detail: "it has tables but no worker metadata".into(),
             });
         }
+        let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
         let file = WorkerFile {
             conn,
             path: path.to_path_buf(),
+            tables,
         };
         file.check_owner(class, id)?;
-        let page = file.load()?;
+        let mut page = file.load()?;
+        let (backfill, gone) = docs::reconcile(&file.conn, schema, &file.tables)
+            .map_err(|e| Error::sqlite("read collections", path, e))?;
+        if !gone.is_empty() {
+            file.in_transaction("mark undeclared fields", |c| docs::deactivate(c, &gone))?;
+        }
+        page.backfill = backfill;
         Ok(Some((file, page)))
     }
 
@@ -138,9 +162,11 @@ impl WorkerFile {
     pub fn attach(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Self> {
         let conn = sqlite::open(path, false)?;
         sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
         let file = WorkerFile {
             conn,
             path: path.to_path_buf(),
+            tables,
         };
         file.check_owner(class, id)?;
         Ok(file)
@@ -164,6 +190,7 @@ impl WorkerFile {
         class: &str,
         id: &str,
         durability: Durability,
+        schema: &Schema,
         batch: &Batch,
     ) -> Result<()> {
         let parent = path.parent().ok_or_else(|| Error::Corrupt {
@@ -190,7 +217,7 @@ impl WorkerFile {
                 "INSERT INTO meta(k, v) VALUES ('id', ?1), ('class', ?2), ('format', ?3)",
                 params![id, class, SCHEMA_VERSION],
             )?;
-            apply(&conn, batch)?;
+            apply(&conn, schema, &mut Tables::default(), batch)?;
             conn.execute_batch("COMMIT")?;
             // Marks the file as WAL in its header (no journal, so no syncs).
             conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
@@ -211,11 +238,40 @@ impl WorkerFile {
     }
 
     /// Commits one batch as one transaction.
-    pub fn write(&self, batch: &Batch) -> Result<()> {
+    pub fn write(&mut self, schema: &Schema, batch: &Batch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        self.in_transaction("write", |c| apply(c, batch))
+        let mut tables = self.tables.clone();
+        self.in_transaction("write", |c| apply(c, schema, &mut tables, batch))?;
+        self.tables = tables;
+        Ok(())
+    }
+
+    /// Fills declared fields of stored documents (see [`docs::backfill`]) in
+    /// one transaction: a crash leaves them all to do again on the next wake.
+    pub fn backfill(
+        &self,
+        schema: &Schema,
+        coll: usize,
+        fields: &[usize],
+        ids: &[String],
+        columns: &[rusqlite::types::Value],
+    ) -> Result<()> {
+        let c = schema
+            .get(coll)
+            .map_err(|e| Error::sqlite("backfill", &self.path, e))?;
+        self.in_transaction("backfill", |conn| {
+            docs::backfill(conn, c, fields, ids, columns)
+        })
+    }
+
+    /// Runs a read over this file's connection and its collection tables.
+    pub fn read<T>(
+        &self,
+        body: impl FnOnce(&Connection, &Tables) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        body(&self.conn, &self.tables).map_err(|e| Error::sqlite("read", &self.path, e))
     }
 
     /// Checkpoints the WAL into the file and empties it, then closes. The WAL
@@ -289,7 +345,11 @@ impl WorkerFile {
             .map_err(ctx)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(ctx)?;
-        Ok(Page { rows, alarms })
+        Ok(Page {
+            rows,
+            alarms,
+            backfill: Vec::new(),
+        })
     }
 
     fn in_transaction(
@@ -312,7 +372,12 @@ impl WorkerFile {
     }
 }
 
-fn apply(c: &Connection, batch: &Batch) -> rusqlite::Result<()> {
+fn apply(
+    c: &Connection,
+    schema: &Schema,
+    tables: &mut Tables,
+    batch: &Batch,
+) -> rusqlite::Result<()> {
     if !batch.sets.is_empty() {
         let mut up = c.prepare_cached(
             "INSERT INTO kv(key, tag, value) VALUES (?1, ?2, ?3)
@@ -343,7 +408,7 @@ fn apply(c: &Connection, batch: &Batch) -> rusqlite::Result<()> {
             del.execute(params![name])?;
         }
     }
-    Ok(())
+    docs::apply(c, schema, tables, &batch.docs)
 }
 
 /// Removes a worker's file and its sidecars; true if the file existed.
@@ -406,6 +471,10 @@ fn abbreviate(s: &str) -> String {
 mod tests {
     use super::*;
 
+    const NONE: Schema = Schema {
+        collections: Vec::new(),
+    };
+
     fn row(key: &str, v: &[u8]) -> Row {
         Row {
             key: key.into(),
@@ -418,14 +487,14 @@ mod tests {
     fn a_worker_without_a_file_opens_as_none_and_its_first_write_creates_it() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         let path = layout::worker_path(tmp.path(), "Cart", "a/b");
-        assert!(WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.is_none());
+        assert!(WorkerFile::open(&path, "Cart", "a/b", Durability::Full, &NONE)?.is_none());
         let batch = Batch {
             sets: vec![row("x", b"1"), row("y", b"2")],
             ..Batch::default()
         };
-        WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &batch)?;
-        let (f, page) =
-            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
+        WorkerFile::create(&path, "Cart", "a/b", Durability::Full, &NONE, &batch)?;
+        let (mut f, page) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
         assert_eq!(page.rows, vec![row("x", b"1"), row("y", b"2")]);
         let tick = Alarm {
             name: "tick".into(),
@@ -433,24 +502,30 @@ mod tests {
             attempt: 2,
             scheduled: 900,
         };
-        f.write(&Batch {
-            sets: vec![row("x", b"3")],
-            deletes: vec!["y".into()],
-            alarms: vec![tick.clone()],
-            ..Batch::default()
-        })?;
+        f.write(
+            &NONE,
+            &Batch {
+                sets: vec![row("x", b"3")],
+                deletes: vec!["y".into()],
+                alarms: vec![tick.clone()],
+                ..Batch::default()
+            },
+        )?;
         f.close()?;
-        let (f, page) =
-            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
+        let (mut f, page) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
         assert_eq!(page.rows, vec![row("x", b"3")]);
         assert_eq!(page.alarms, vec![tick]);
-        f.write(&Batch {
-            alarm_deletes: vec!["tick".into()],
-            ..Batch::default()
-        })?;
+        f.write(
+            &NONE,
+            &Batch {
+                alarm_deletes: vec!["tick".into()],
+                ..Batch::default()
+            },
+        )?;
         f.close()?;
-        let (_, page) =
-            WorkerFile::open(&path, "Cart", "a/b", Durability::Full)?.ok_or(Error::Closed)?;
+        let (_, page) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
         assert!(page.alarms.is_empty());
         Ok(())
     }
@@ -463,19 +538,22 @@ mod tests {
             sets: vec![row("x", b"1")],
             ..Batch::default()
         };
-        WorkerFile::create(&path, "Cart", "a", Durability::Full, &first)?;
+        WorkerFile::create(&path, "Cart", "a", Durability::Full, &NONE, &first)?;
         assert!(matches!(
             WorkerFile::attach(&path, "Cart", "b", Durability::Full),
             Err(Error::Corrupt { .. })
         ));
-        let f = WorkerFile::attach(&path, "Cart", "a", Durability::Full)?;
-        f.write(&Batch {
-            sets: vec![row("y", b"2")],
-            ..Batch::default()
-        })?;
+        let mut f = WorkerFile::attach(&path, "Cart", "a", Durability::Full)?;
+        f.write(
+            &NONE,
+            &Batch {
+                sets: vec![row("y", b"2")],
+                ..Batch::default()
+            },
+        )?;
         f.close()?;
         let (_, page) =
-            WorkerFile::open(&path, "Cart", "a", Durability::Full)?.ok_or(Error::Closed)?;
+            WorkerFile::open(&path, "Cart", "a", Durability::Full, &NONE)?.ok_or(Error::Closed)?;
         assert_eq!(page.rows, vec![row("x", b"1"), row("y", b"2")]);
         Ok(())
     }
@@ -485,10 +563,10 @@ mod tests {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         let a = layout::worker_path(tmp.path(), "Cart", "a");
         let b = layout::worker_path(tmp.path(), "Cart", "b");
-        WorkerFile::create(&a, "Cart", "a", Durability::Full, &Batch::default())?;
+        WorkerFile::create(&a, "Cart", "a", Durability::Full, &NONE, &Batch::default())?;
         create_dirs_synced(b.parent().ok_or(Error::Closed)?)?;
         fs::copy(&a, &b).map_err(|e| Error::io("copy", e))?;
-        match WorkerFile::open(&b, "Cart", "b", Durability::Full) {
+        match WorkerFile::open(&b, "Cart", "b", Durability::Full, &NONE) {
             Err(Error::Corrupt { .. }) => Ok(()),
             other => panic!("expected Corrupt, got {:?}", other.map(|o| o.is_some())),
         }
@@ -501,7 +579,7 @@ mod tests {
         create_dirs_synced(a.parent().ok_or(Error::Closed)?)?;
         fs::write(&a, vec![7u8; 8192]).map_err(|e| Error::io("write", e))?;
         assert!(matches!(
-            WorkerFile::open(&a, "Cart", "a", Durability::Full),
+            WorkerFile::open(&a, "Cart", "a", Durability::Full, &NONE),
             Err(Error::Corrupt { .. })
         ));
         Ok(())
