@@ -4,6 +4,7 @@ const { EventEmitter } = require('node:events');
 const { Buffer } = require('node:buffer');
 const { NativeHost } = require('./native');
 const { DurableError, codes, label, fromNative } = require('./errors');
+const { declaredCollections, nativeSpec } = require('./schema');
 const { DurableWorker, callableMethods } = require('./worker');
 const { LiveWorker } = require('./live');
 const { makeStub } = require('./stub');
@@ -386,7 +387,9 @@ class Host extends EventEmitter {
     if (other !== undefined && other !== Class) {
       throw new DurableError(codes.NAME, `two different classes are both named ${name} in this host; give one a static workerName`);
     }
-    b = { Class, name, methods: callableMethods(Class) };
+    const collections = declaredCollections(Class, name);
+    this.#native.declare(name, nativeSpec(collections));
+    b = { Class, name, methods: callableMethods(Class), collections };
     this.#bindings.set(Class, b);
     this.#names.set(name, Class);
     return b;

@@ -18,6 +18,7 @@ const { construct } = require('./worker');
 const { runIn, frameFor } = require('./chain');
 const { clone } = require('./codec');
 const { fromNative, label } = require('./errors');
+const { backfill } = require('./backfill');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
@@ -71,11 +72,18 @@ class LiveWorker {
     const write = (changes) => commits.submit((id) => native.write(id, changes));
     const storage = {
       write,
+      query: (q) => native.query(q),
       // The catalog row first, then the file (see NativeWorker.register).
       create: (changes) => native.register().then(() => write(changes)),
     };
     this.#closeFile = () => commits.submit((id) => native.close(id));
-    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall(), host.alarmIndex(binding.name, id));
+    this.state = new DurableState(
+      who,
+      storage,
+      () => this.#dirtyOutsideCall(),
+      host.alarmIndex(binding.name, id),
+      binding.collections,
+    );
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),
@@ -151,6 +159,9 @@ class LiveWorker {
         }
       }
       this.state._load(loaded);
+      // A field declared since the last wake is filled in before anything
+      // can query it: one slow start rather than queries that miss documents.
+      if (loaded.backfill?.length) await backfill(this.native, this.binding.collections, loaded.backfill, this.who);
       // Opening a worker reconciles the index with its file (a crash between
       // an alarm's writes leaves the index early; this puts it right).
       if (this.state._alarms.size > 0) await this.state._settleAlarms();

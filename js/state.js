@@ -13,9 +13,12 @@
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes } = require('./errors');
+const { DurableError, codes, fromNative } = require('./errors');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('./alarm-state');
+const { DocLayer, merged, lookup } = require('./doc-layers');
+const { Collection } = require('./collection');
+const { NONE } = require('./schema');
 
 // Test-only: kill this process between the writes of an alarm change, to
 // check that a crash anywhere in them leaves the index early, never late.
@@ -69,8 +72,15 @@ class DurableState {
   #sorted = null;
   /** Dirty keys → the entry they had when first dirtied (null: absent). */
   #pending = new Map();
-  /** Open transactions, outermost first: { undo: Map, pending: Map }. */
+  /** Open transactions, outermost first: { undo: Map, pending: Map, docs: DocLayer }. */
   #txns = [];
+  /** Collection writes waiting for the next commit, and those of the commit in flight. */
+  #docPending = new DocLayer();
+  #docInflight = null;
+  /** @type {import('./schema').Collections} */
+  #collections;
+  /** @type {Map<string, Collection>} */
+  #collectionHandles = new Map();
   #inflight = null;
   #next = null;
   #tail = null;
@@ -84,16 +94,18 @@ class DurableState {
 
   /**
    * @param {() => string} who names the worker in messages
-   * @param {{ write: Function }} native the worker's storage handle
+   * @param {{ write: Function, create: Function, query?: Function }} native the worker's storage handle
    * @param {() => void} onDirty called when a write happens outside any call
    * @param {{ earlier(at: number): Promise<void>, exact(at: number | null): Promise<void>, wake(at: number): void }} [index]
    *   this worker's entry in the catalog's alarm index
+   * @param {import('./schema').Collections} [collections] the class's declared collections
    */
-  constructor(who, native, onDirty, index = NO_INDEX) {
+  constructor(who, native, onDirty, index = NO_INDEX, collections = NONE) {
     this.#who = who;
     this.#native = native;
     this.#onDirty = onDirty;
     this.#index = index;
+    this.#collections = collections;
   }
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
@@ -150,6 +162,27 @@ class DurableState {
     const out = new Map();
     for (const k of keys) out.set(k, this.get(k));
     return out;
+  }
+
+  /**
+   * The declared collection `name`.
+   * @param {string} name
+   * @returns {Collection}
+   */
+  collection(name) {
+    let c = this.#collectionHandles.get(name);
+    if (c !== undefined) return c;
+    const decl = typeof name === 'string' ? this.#collections.byName.get(name) : undefined;
+    if (decl === undefined) {
+      const known = [...this.#collections.byName.keys()];
+      throw new DurableError(
+        codes.NAME,
+        `${this.#who()}: there is no collection ${JSON.stringify(name)}; declared: ${known.length ? known.join(', ') : 'none'} (static collections = { ${typeof name === 'string' ? name : 'name'}: { field: type } })`,
+      );
+    }
+    c = new Collection(decl, this.#docStore());
+    this.#collectionHandles.set(name, c);
+    return c;
   }
 
   /** Encoded bytes held, keys included (the 1 MiB cap counts this). */
@@ -213,7 +246,7 @@ class DurableState {
    * @returns {Promise<T>}
    */
   async transaction(fn) {
-    const txn = { undo: new Map(), pending: new Map() };
+    const txn = { undo: new Map(), pending: new Map(), docs: new DocLayer() };
     this.#txns.push(txn);
     let result;
     try {
@@ -229,9 +262,10 @@ class DurableState {
     return result;
   }
 
-  /** Deletes every key and every alarm, in one commit. */
+  /** Deletes every key, every document and every alarm, in one commit. */
   async deleteAll() {
     for (const key of [...this.#resident.keys()]) this.delete(key);
+    this.#docLayer().wipe();
     const hadAlarms = this.#alarms.size > 0;
     this.#alarms.clear();
     await this.flush();
@@ -300,7 +334,7 @@ class DurableState {
    */
   flush() {
     if (this.#failed) return Promise.reject(this.#failed);
-    if (this.#pending.size === 0 && !this.#alarms.dirty) return this.#tail;
+    if (this.#pending.size === 0 && !this.#alarms.dirty && this.#docPending.empty) return this.#tail;
     if (this.#inflight === null) return this.#start(null) ?? this.#tail;
     if (this.#next === null) {
       this.#next = deferred();
@@ -330,6 +364,7 @@ class DurableState {
       () => {
         this.#hasFile = true;
         this.#inflight = null;
+        this.#docInflight = null;
         if (batch.alarms !== undefined) this.#alarms.landed();
         const next = this.#next;
         this.#next = null;
@@ -372,9 +407,44 @@ class DurableState {
     }
     this.#pending = new Map();
     const alarms = this.#alarms.take();
-    if (keys.length === 0 && deletes.length === 0 && alarms === null) return null;
+    const docs = this.#docPending;
+    if (keys.length === 0 && deletes.length === 0 && alarms === null && docs.empty) return null;
+    if (!docs.empty) {
+      this.#docInflight = docs;
+      this.#docPending = new DocLayer();
+    }
     // (undefined, not null: the native side reads a missing field as none)
-    return { keys, tags, values, deletes, alarms: alarms ?? undefined };
+    return { keys, tags, values, deletes, alarms: alarms ?? undefined, docs: docs.empty ? undefined : docs.toNative() };
+  }
+
+  /** The layer a collection write goes to: the innermost transaction's, or the next commit's. */
+  #docLayer() {
+    return this.#txns.length ? this.#txns[this.#txns.length - 1].docs : this.#docPending;
+  }
+
+  /** Every layer of unlanded collection writes, oldest first. */
+  #docLayers() {
+    return [this.#docInflight, this.#docPending, ...this.#txns.map((t) => t.docs)];
+  }
+
+  /** What a Collection needs of this state: see collection.js. */
+  #docStore() {
+    return {
+      who: this.#who,
+      write: (coll, id, op) => {
+        const layer = this.#docLayer();
+        const wasClean = layer === this.#docPending && layer.empty;
+        layer.set(coll, id, op);
+        if (wasClean && this.#pending.size === 0) this.#onDirty();
+      },
+      lookup: (coll, id) => lookup(this.#docLayers(), coll, id),
+      snapshot: () => merged(this.#docLayers()),
+      overlay: (coll) => {
+        const m = merged(this.#docLayers());
+        return m.empty ? undefined : m.toNative(coll);
+      },
+      query: (q) => this.#native.query(q).catch((err) => Promise.reject(fromNative(err, this.#who()))),
+    };
   }
 
   #record(key, old) {
@@ -410,6 +480,7 @@ class DurableState {
   /** A finished transaction's writes join the enclosing one, or the next flush. */
   #commitInto(txn) {
     const parent = this.#txns.length ? this.#txns[this.#txns.length - 1] : null;
+    (parent === null ? this.#docPending : parent.docs).absorb(txn.docs);
     for (const [key, before] of txn.undo) {
       if (parent !== null) {
         if (!parent.undo.has(key)) parent.undo.set(key, before);

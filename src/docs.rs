@@ -252,7 +252,7 @@ fn ensure_table(conn: &Connection, c: &Collection, tables: &mut Tables) -> rusql
     }
     conn.execute_batch(FIELDS_DDL)?;
     let mut ddl = format!(
-        "CREATE TABLE IF NOT EXISTS {}(id TEXT PRIMARY KEY NOT NULL, tag INTEGER NOT NULL, doc BLOB NOT NULL",
+        "CREATE TABLE {}(id TEXT PRIMARY KEY NOT NULL, tag INTEGER NOT NULL, doc BLOB NOT NULL",
         c.table
     );
     for i in 0..c.fields.len() {

@@ -1,0 +1,200 @@
+'use strict';
+// One declared collection of a worker, as `this.state.collection(name)`.
+//
+// Writes are like `state.set`: `put` is synchronous, changes nothing on disk
+// by itself, and commits with the call's flush (the call's result waits for
+// it). Reads are promises: they go to the worker's file, one statement at a
+// time with its commits, and see the worker's own uncommitted writes. A query
+// is read whole, in one turn, never as a cursor held across the caller's
+// loop: a loop body that writes would otherwise wait on its own read.
+const { Buffer } = require('node:buffer');
+const { DurableError, codes } = require('./errors');
+const { TAG_V8, encode, decode } = require('./codec');
+const { columnsOf } = require('./schema');
+const { plan, nativeConds, evaluate } = require('./query');
+
+/** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
+const MAX_DOC = 1024 * 1024;
+const MAX_ID = 2048;
+
+/**
+ * What a collection needs from its worker's state (see DurableState).
+ * @typedef {object} DocStore
+ * @property {() => string} who
+ * @property {(coll: number, id: string, op: object | null) => void} write
+ * @property {(coll: number, id: string) => object | null | undefined} lookup
+ * @property {(coll: number) => object | undefined} overlay
+ * @property {(coll: number) => import('./doc-layers').DocLayer} snapshot
+ * @property {(q: object) => Promise<{ ids: string[], tags: number[], docs: Buffer[], count: number }>} query
+ */
+
+class Collection {
+  #decl;
+  /** @type {DocStore} */
+  #store;
+
+  /**
+   * @param {import('./schema').Decl} decl
+   * @param {DocStore} store
+   */
+  constructor(decl, store) {
+    this.#decl = decl;
+    this.#store = store;
+  }
+
+  /** The collection's declared name. */
+  get name() {
+    return this.#decl.name;
+  }
+
+  /**
+   * Writes `doc` under `id`, replacing what was there; committed with the
+   * call's flush. Refused, with nothing changed, when a declared field has a
+   * value of the wrong type, the document cannot be cloned, or it is over 1 MiB.
+   * @param {string} id
+   * @param {unknown} doc
+   */
+  put(id, doc) {
+    this.#checkId(id);
+    const where = () => `${this.#store.who()}, collection ${this.#decl.name}, document ${JSON.stringify(id)}`;
+    const cols = columnsOf(this.#decl, doc, where);
+    const bytes = encode(doc, where);
+    if (bytes.length > MAX_DOC) {
+      throw new DurableError(
+        codes.STATE_TOO_LARGE,
+        `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`,
+      );
+    }
+    this.#store.write(this.#decl.index, id, { tag: TAG_V8, bytes, cols: Buffer.from(cols) });
+  }
+
+  /**
+   * The document stored under `id`, or undefined.
+   * @param {string} id
+   */
+  async get(id) {
+    this.#checkId(id);
+    const op = await this.#current(id);
+    return op === null ? undefined : this.#decode(id, op.tag, op.bytes);
+  }
+
+  /**
+   * Deletes the document under `id`; true if there was one.
+   * @param {string} id
+   */
+  async delete(id) {
+    this.#checkId(id);
+    const op = await this.#current(id);
+    if (op === null) return false;
+    this.#store.write(this.#decl.index, id, null);
+    return true;
+  }
+
+  /**
+   * Replaces the document under `id` with what `fn` returns for the current
+   * one (undefined if none). Returning undefined writes nothing. Nothing else
+   * of this worker runs between the read and the write (the mailbox runs one
+   * call at a time).
+   * @param {string} id
+   * @param {(doc: any) => any} fn
+   */
+  async update(id, fn) {
+    this.#checkId(id);
+    if (typeof fn !== 'function') throw new TypeError(`${this.#store.who()}: update(id, fn) takes a function`);
+    const cur = await this.get(id);
+    const next = await fn(cur);
+    if (next === undefined) return undefined;
+    this.put(id, next);
+    return next;
+  }
+
+  /**
+   * How many documents match `where` (declared fields only).
+   * @param {object} [where]
+   */
+  async count(where) {
+    const p = plan(this.#decl, { where }, { scan: false, who: this.#store.who });
+    const r = await this.#store.query({
+      kind: 'count',
+      collection: this.#decl.index,
+      ...nativeConds(p),
+      overlay: this.#store.overlay(this.#decl.index),
+    });
+    return r.count;
+  }
+
+  /**
+   * The documents matching `where`, in `orderBy` order (by id if none), at
+   * most `limit`. Only declared fields, unless `scan: true`: then every
+   * document is read and decoded, and the query is applied here.
+   * @param {{ where?: object, orderBy?: string | [string, 'asc' | 'desc'], limit?: number, scan?: boolean }} [options]
+   */
+  async find(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`${this.#store.who()}: find takes { where?, orderBy?, limit?, scan? }`);
+    }
+    const scan = options.scan === true;
+    const p = plan(this.#decl, options, { scan, who: this.#store.who });
+    if (p.limit === 0) return [];
+    const coll = this.#decl.index;
+    if (scan) return this.#scan(p);
+    const r = await this.#store.query({
+      kind: 'find',
+      collection: coll,
+      ...nativeConds(p),
+      order: p.order === null ? undefined : p.order.index,
+      desc: p.desc,
+      limit: p.limit,
+      overlay: this.#store.overlay(coll),
+    });
+    return r.ids.map((id, i) => this.#decode(id, r.tags[i], r.docs[i]));
+  }
+
+  async #scan(p) {
+    const coll = this.#decl.index;
+    // Taken before the read: a write in the commit now in flight is either
+    // in the rows read or in this snapshot (applying it twice is harmless).
+    const overlay = this.#store.snapshot(coll);
+    const r = await this.#store.query({ kind: 'scan', collection: coll });
+    const stored = new Map();
+    if (!overlay.clear) for (let i = 0; i < r.ids.length; i++) stored.set(r.ids[i], { tag: r.tags[i], bytes: r.docs[i] });
+    for (const [id, op] of overlay.ops.get(coll) ?? []) {
+      if (op === null) stored.delete(id);
+      else stored.set(id, op);
+    }
+    const rows = [];
+    for (const [id, op] of stored) rows.push({ id, doc: this.#decode(id, op.tag, op.bytes) });
+    return evaluate(p, rows).map((row) => row.doc);
+  }
+
+  /** The document's current state: its write, or null if there is none. */
+  async #current(id) {
+    const coll = this.#decl.index;
+    const known = this.#store.lookup(coll, id);
+    if (known !== undefined) return known;
+    const r = await this.#store.query({ kind: 'get', collection: coll, id });
+    // A write made while the read was out wins over what was read.
+    const since = this.#store.lookup(coll, id);
+    if (since !== undefined) return since;
+    return r.ids.length === 0 ? null : { tag: r.tags[0], bytes: r.docs[0] };
+  }
+
+  #decode(id, tag, bytes) {
+    return decode(tag, bytes, () => `${this.#store.who()}, collection ${this.#decl.name}, document ${JSON.stringify(id)}`);
+  }
+
+  #checkId(id) {
+    const who = this.#store.who;
+    if (typeof id !== 'string') {
+      throw new DurableError(codes.ID, `${who()}: a document id in collection ${this.#decl.name} must be a string, got ${typeof id}`);
+    }
+    if (!id.isWellFormed()) {
+      throw new DurableError(codes.ID, `${who()}: document id ${JSON.stringify(id)} holds a lone surrogate and cannot be stored as UTF-8`);
+    }
+    if (id.length * 3 > MAX_ID && Buffer.byteLength(id) > MAX_ID) {
+      throw new DurableError(codes.ID, `${who()}: a document id may be at most ${MAX_ID} bytes of UTF-8 (got ${Buffer.byteLength(id)})`);
+    }
+  }
+}
+
+module.exports = { Collection, MAX_DOC };

@@ -1,0 +1,78 @@
+'use strict';
+// Building `api` from a manifest's grant: the part of the host that must be
+// identical on every platform, so it lives here once. A namespace exists
+// exactly when the grant names it; nothing absent is stubbed (a stub would let
+// a worker "succeed" at something it can never do). The credential is not an
+// argument here: `store` closes over it, and api closes over `store`.
+const { codes, peekError } = require('./errors');
+
+/** Marks a function whose calls need no answer (logging): the run's process does not wait for one. */
+const ONE_WAY = Symbol.for('durable-workers.peek.oneWay');
+/**
+ * Marks a function the run's own realm supplies (the guarded fetch): a realm
+ * in another process uses its local copy rather than calling back here.
+ */
+const LOCAL = Symbol.for('durable-workers.peek.local');
+
+/**
+ * @param {import('../../peek').Manifest} manifest
+ * @param {{
+ *   store: object | null,
+ *   fetch: Function,
+ *   publish: (topic: string, message: unknown) => Promise<void>,
+ *   log: (level: 'info' | 'warn' | 'error', args: unknown[]) => void,
+ * }} parts
+ * @returns {import('../../peek').WorkerApi}
+ */
+function buildApi(manifest, parts) {
+  const caps = manifest.capabilities;
+  const api = {};
+  if (caps.datastore) api.datastore = datastoreNamespace(caps.datastore.methods, parts.store);
+  if (caps.network) api.network = Object.freeze({ fetch: parts.fetch });
+  if (caps.pubsub) {
+    const publish = async (topic, message) => {
+      if (typeof topic !== 'string' || topic.length === 0) throw new TypeError('api.publish(topic, message): topic must be a non-empty string');
+      await parts.publish(topic, message);
+    };
+    api.pubsub = Object.freeze({ publish });
+    api.publish = publish;
+  }
+  if (caps.log) api.log = logFunction(parts.log);
+  return Object.freeze(api);
+}
+
+/**
+ * The granted methods, each turning the store's throw into
+ * `{ success: false, error }` and its value into `{ success: true, data }`.
+ */
+function datastoreNamespace(methods, store) {
+  if (store === null) throw peekError(codes.CREDENTIAL, 'the datastore is granted but no store was opened');
+  const ns = {};
+  for (const name of methods) {
+    ns[name] = async (...args) => {
+      try {
+        return { success: true, data: await store[name](...args) };
+      } catch (err) {
+        return { success: false, error: String(err?.message ?? err) };
+      }
+    };
+  }
+  return Object.freeze(ns);
+}
+
+/** `api.log(...)` logs at info; `api.log.warn(...)`, `api.log.error(...)` at their levels. */
+function logFunction(sink) {
+  const at = (level) => oneWay((...args) => sink(level, args));
+  const log = at('info');
+  log.info = at('info');
+  log.warn = at('warn');
+  log.error = at('error');
+  return Object.freeze(log);
+}
+
+function oneWay(fn) {
+  Object.defineProperty(fn, ONE_WAY, { value: true });
+  return fn;
+}
+
+module.exports = { buildApi, ONE_WAY, LOCAL };

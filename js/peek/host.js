@@ -1,0 +1,155 @@
+'use strict';
+// The worker host, written once for every platform. Given a worker and a
+// trigger it: reads the manifest; takes the credential from the adapter and
+// opens the store over it (the credential goes no further); builds `api` from
+// the grant; sets the deadline; has the adapter's realm install the globals
+// and the guarded fetch, load the module and run the entry with a RunContext;
+// and reports one RunResult. A throw out of the entry ends the run with
+// { ok: false }: the realm is closed, never reused. Whether a failed run is
+// retried is the adapter's declared policy, not decided here.
+const { EventEmitter } = require('node:events');
+const { buildApi } = require('./api');
+const { checkTrigger } = require('./trigger');
+const { resolveRef } = require('./manifest');
+const { codes, peekError, toPlainError } = require('./errors');
+
+/** Between the signal aborting at the deadline and the kill: time for the abort to reach the run's process. */
+const ABORT_GRACE_MS = 200;
+
+/**
+ * @param {{ adapter: import('../../peek').PlatformAdapter }} options
+ * @returns {import('../../peek').WorkerHost}
+ */
+function createWorkerHost({ adapter } = {}) {
+  for (const op of ['readCredential', 'openStore', 'openRealm', 'openChannel', 'log']) {
+    if (typeof adapter?.[op] !== 'function') throw new TypeError(`createWorkerHost({ adapter }): the adapter has no ${op}() (use nodeAdapter() or another PlatformAdapter)`);
+  }
+  if (!adapter.declares || typeof adapter.declares.run?.maxWallClockMs !== 'number') {
+    throw new TypeError('createWorkerHost({ adapter }): the adapter has no declares.run.maxWallClockMs');
+  }
+  const events = new EventEmitter();
+  let publisher = null;
+  let closed = false;
+  const publish = async (topic, message) => {
+    publisher ??= adapter.openChannel({ topics: [] }, () => {});
+    await (await publisher).publish(topic, message);
+  };
+
+  const host = {
+    declares: adapter.declares,
+    /** Runs the worker once for `trigger`. Resolves with a RunResult; rejects only for a malformed trigger. */
+    run(ref, trigger) {
+      if (closed) return Promise.reject(peekError(codes.CLOSED, 'the worker host is closed'));
+      return runOnce(ref, checkTrigger(trigger));
+    },
+    on(event, listener) {
+      events.on(event, listener);
+      return host;
+    },
+    off(event, listener) {
+      events.off(event, listener);
+      return host;
+    },
+    async close() {
+      closed = true;
+      if (publisher !== null) await (await publisher).close();
+    },
+  };
+
+  async function runOnce(ref, trigger) {
+    const started = Date.now();
+    let manifest = null;
+    let opening = null;
+    let aborted = false;
+    const controller = new AbortController();
+    const waits = [];
+    const published = new Set();
+    let timer = null;
+    let outcome;
+    try {
+      manifest = resolveRef(ref);
+      const max = adapter.declares.run.maxWallClockMs;
+      const budget = Math.min(manifest.limits.wallClockMs ?? max, max);
+      const deadline = started + budget;
+      const name = manifest.name;
+      const expired = new Promise((_, reject) => {
+        timer = setTimeout(() => {
+          aborted = true;
+          const err = peekError(codes.DEADLINE, `worker ${name}: the run passed its deadline (${budget} ms) and was stopped`);
+          controller.abort(err);
+          reject(err);
+        }, budget);
+      });
+      expired.catch(() => {});
+      const ctx = Object.freeze({
+        trigger,
+        deadline,
+        signal: controller.signal,
+        waitUntil(p) {
+          waits.push(Promise.resolve(p));
+        },
+      });
+      const work = (async () => {
+        const caps = manifest.capabilities;
+        let store = null;
+        if (caps.datastore) {
+          const credential = await adapter.readCredential(manifest);
+          if (typeof credential !== 'string' || credential.length === 0) {
+            throw peekError(codes.CREDENTIAL, `worker ${name} is granted the datastore but has no credential (${adapter.credentialHint?.(manifest) ?? 'see the adapter’s credentials option'})`);
+          }
+          store = await adapter.openStore(manifest, credential);
+        }
+        opening = adapter.openRealm(manifest, { deadline, signal: controller.signal });
+        const realm = await opening;
+        const fetch = realm.makeFetch(caps.network?.domains ?? [], controller.signal);
+        const api = buildApi(manifest, {
+          store,
+          fetch,
+          publish: (topic, message) => {
+            published.add(topic);
+            return publish(topic, message);
+          },
+          log: (level, args) => adapter.log({ level, worker: name, args }),
+        });
+        realm.installGlobals({ app: api, window: { app: api }, fetch });
+        const mod = await realm.loadWorkerModule(manifest);
+        const entry = (manifest.worker.entry !== undefined ? mod[manifest.worker.entry] : undefined) ?? mod.default;
+        if (typeof entry !== 'function') {
+          throw peekError(codes.ENTRY, `worker ${name}: ${manifest.worker.url} exports no function ${manifest.worker.entry ? `named ${JSON.stringify(manifest.worker.entry)} and no default` : 'as its default'}`);
+        }
+        const value = await entry(api, ctx);
+        // waitUntil: the run is over when what it handed over has settled
+        // too (or the deadline comes first). A rejection there is logged,
+        // not fatal: the entry had already returned its value.
+        for (const s of await Promise.allSettled(waits)) {
+          if (s.status === 'rejected') adapter.log({ level: 'error', worker: name, args: ['waitUntil rejected:', String(s.reason?.message ?? s.reason)] });
+        }
+        return value;
+      })();
+      work.catch(() => {});
+      outcome = { ok: true, value: await Promise.race([work, expired]) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      clearTimeout(timer);
+      if (opening !== null) {
+        const realm = await opening.catch(() => null);
+        await realm?.close({ graceMs: aborted ? ABORT_GRACE_MS : 0 });
+      }
+      if (!controller.signal.aborted) controller.abort(peekError(codes.CLOSED, 'the run has ended'));
+    }
+    const result = { ...outcome, ms: Date.now() - started };
+    if (trigger.kind === 'command' && trigger.resultTopic !== undefined && !published.has(trigger.resultTopic)) {
+      // The worker did not answer itself: the caller still hears how it went.
+      const message = result.ok ? { ok: true, value: result.value, ms: result.ms } : { ok: false, error: toPlainError(result.error), ms: result.ms };
+      await publish(trigger.resultTopic, message).catch((err) => adapter.log({ level: 'error', worker: manifest?.name ?? '?', args: ['publishing the result failed:', err.message] }));
+    }
+    events.emit('run', { worker: manifest?.name ?? null, trigger, result });
+    return result;
+  }
+
+  adapter.attachHost?.(host);
+  return host;
+}
+
+module.exports = { createWorkerHost };

@@ -1,0 +1,62 @@
+'use strict';
+// Forking a run's process: a fresh Node with nothing but child.js loaded, a
+// heap ceiling, an environment reduced to an allowlist (the supervisor's own
+// environment may hold credentials, PEEK_CREDENTIAL_*, and a child inherits
+// everything by default), and stdout/stderr piped so worker output reaches
+// the log sink instead of the supervisor's terminal.
+const { fork } = require('node:child_process');
+const path = require('node:path');
+
+const CHILD = path.join(__dirname, 'child.js');
+/** Variables a run's process keeps; everything else is dropped. */
+const ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT', 'NODE_DEBUG'];
+
+const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * Forks a run's process. Resolves `ready` when the child has booted (loader
+ * hooks registered, nothing of a worker loaded).
+ * @param {{ memoryMb: number }} options
+ */
+function forkRunProcess({ memoryMb }) {
+  const env = {};
+  for (const key of ENV_ALLOW) if (process.env[key] !== undefined) env[key] = process.env[key];
+  const forkAt = now();
+  const proc = fork(CHILD, [], {
+    execArgv: [`--max-old-space-size=${memoryMb}`],
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    serialization: 'advanced',
+  });
+  const exited = new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal, at: now() })));
+  const ready = new Promise((resolve, reject) => {
+    const onMessage = (m) => {
+      if (m && m.t === 'ready') {
+        proc.off('message', onMessage);
+        resolve({ origin: m.origin, at: m.at });
+      }
+    };
+    proc.on('message', onMessage);
+    proc.once('error', reject);
+    exited.then(({ code, signal }) => reject(new Error(`the run process exited while booting (code ${code}, signal ${signal})`)));
+  });
+  ready.catch(() => {});
+  return { proc, forkAt, ready, exited };
+}
+
+/** Lets a process that only holds an idle spare exit; `hold` undoes it. */
+function release(proc) {
+  proc.unref();
+  proc.channel?.unref();
+  proc.stdout?.unref?.();
+  proc.stderr?.unref?.();
+}
+
+function hold(proc) {
+  proc.ref();
+  proc.channel?.ref();
+  proc.stdout?.ref?.();
+  proc.stderr?.ref?.();
+}
+
+module.exports = { forkRunProcess, release, hold, now };
