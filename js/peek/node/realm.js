@@ -30,6 +30,7 @@ class NodeRealm {
   #domains = [];
   #waiters = new Map();
   #stderrTail = [];
+  #sawOom = false;
   #killedByUs = false;
   /** Timestamps (epoch ms, fractional) for the benchmark's breakdown. */
   timing = {};
@@ -142,11 +143,12 @@ class NodeRealm {
    */
   async close({ graceMs = 0 } = {}) {
     if (this.#status === 'closed') return;
-    if (this.#status !== 'done') this.#status = 'done';
     const { proc } = this.#p;
     if (graceMs > 0) {
+      // The worker may still act on the abort meanwhile (log, give up a fetch).
       await Promise.race([this.#p.exited, new Promise((r) => setTimeout(r, graceMs))]);
     }
+    if (this.#status !== 'closed') this.#status = 'done';
     this.timing.killAt = now();
     this.#killedByUs = true;
     proc.kill('SIGKILL');
@@ -197,6 +199,7 @@ class NodeRealm {
     const lines = readline.createInterface({ input: stream });
     lines.on('line', (line) => {
       if (level === 'warn') {
+        if (/Reached heap limit|JavaScript heap out of memory/.test(line)) this.#sawOom = true;
         this.#stderrTail.push(line);
         if (this.#stderrTail.length > 5) this.#stderrTail.shift();
       }
@@ -207,7 +210,7 @@ class NodeRealm {
   #onExit({ code, signal }) {
     this.#status = 'closed';
     if (this.#waiters.size === 0) return;
-    const oom = this.#stderrTail.some((l) => /heap limit|out of memory/i.test(l));
+    const oom = this.#sawOom;
     const why = this.#killedByUs
       ? 'it was stopped'
       : oom

@@ -1,0 +1,245 @@
+'use strict';
+// The Node platform adapter: fork per run, schedules as durable-worker
+// alarms in `dir`, credentials from a file or the environment, a WebSocket
+// or in-process channel, and a log sink. It supplies primitives; the shared
+// host (../host.js) decides what a run is.
+const path = require('node:path');
+const { open } = require('../../index');
+const { Spares } = require('./spares');
+const { NodeRealm } = require('./realm');
+const { peekWorkerClass } = require('./schedules');
+const { PeekStore, embeddedStore } = require('../store-embedded');
+const { remoteStore } = require('../store-remote');
+const { credentialReader, credentialEnvName } = require('../credentials');
+const { parseSchedule } = require('../schedule-spec');
+const { resolveRef } = require('../manifest');
+const { Bus } = require('../channel-bus');
+const { WsHub } = require('../channel-ws');
+const { codes, peekError, fromPlainError } = require('../errors');
+
+const MIN_INTERVAL_MS = 1000;
+
+/** The default sink: one line per record on stderr. */
+function stderrLog({ level, worker, args }) {
+  const text = args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' ');
+  process.stderr.write(`[${worker}] ${level}: ${text}\n`);
+}
+
+function safeJson(v) {
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * @param {import('../../../peek').NodeAdapterOptions} [options]
+ * @returns {import('../../../peek').NodeAdapter}
+ */
+function nodeAdapter(options = {}) {
+  const o = checkOptions(options);
+  const spares = new Spares({ memoryMb: o.memoryMb, warm: o.warm });
+  const readCredential = credentialReader(o.credentials);
+  const log = o.log;
+  let host = null;
+  let durable = null; // Promise<Host> while open
+  let alarms = null;
+  let hub = null;
+  let closed = false;
+
+  const PeekWorker = peekWorkerClass({
+    run: (manifestPath, trigger) => {
+      if (host === null) return Promise.resolve({ ok: false, error: peekError(codes.CLOSED, 'no worker host is attached to this adapter (createWorkerHost({ adapter }))'), ms: 0 });
+      return host.run(manifestPath, trigger);
+    },
+    retries: o.retries,
+  });
+
+  const declares = deepFreeze({
+    name: 'node',
+    scheduler: {
+      atLeastOnce: true,
+      retriesOnFailure: o.retries === 0 ? 'none' : o.retries,
+      catchesUpMissedRuns: true,
+      minIntervalMs: MIN_INTERVAL_MS,
+      precisionMs: o.precisionMs,
+    },
+    run: {
+      maxWallClockMs: o.maxWallClockMs,
+      maxCpuMs: 'unbounded',
+      memoryMb: o.memoryMb,
+      singleFlight: true,
+      maxOutboundConcurrency: 'unbounded',
+      clockAdvancesWithoutIo: true,
+    },
+    network: { enforcement: 'guard-rail' },
+    install: { codeLoad: 'runtime' },
+    isolation: 'process-per-run',
+  });
+
+  const need = (what) => {
+    if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
+    if (o.dir === undefined) throw new TypeError(`nodeAdapter({ dir }) is required for ${what}: the directory where schedules and the embedded store live`);
+  };
+  const durableHost = () => {
+    need('schedules and the embedded datastore');
+    if (durable === null) {
+      durable = open({ dir: o.dir });
+      durable.then(
+        (h) => h.on('alarmFailed', (err, info) => log({ level: 'warn', worker: info.id, args: [`run failed (attempt ${info.attempt}); retrying at ${new Date(info.retryAt).toISOString()}:`, err?.message ?? String(err)] })),
+        () => {
+          durable = null;
+        },
+      );
+    }
+    return durable;
+  };
+  const workerStub = async (name) => (await durableHost()).get(PeekWorker, name);
+  const channels = () => {
+    if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
+    hub ??= o.channelUrl ? new WsHub(o.channelUrl, { log, ...o.channelBackoff }) : new Bus();
+    return hub;
+  };
+
+  const adapter = {
+    declares,
+    dir: o.dir,
+
+    attachHost(h) {
+      host = h;
+    },
+
+    async readCredential(manifest) {
+      return readCredential(manifest.name);
+    },
+
+    credentialHint(manifest) {
+      const env = o.credentials.envPrefix === false ? null : credentialEnvName(manifest.name, o.credentials.envPrefix);
+      const file = o.credentials.file ? `an entry "${manifest.name}" in ${o.credentials.file}` : null;
+      return `set ${[env, file].filter(Boolean).join(' or ')}`;
+    },
+
+    async openStore(manifest, credential) {
+      if (o.store.remoteUrl) return remoteStore({ url: o.store.remoteUrl, credential });
+      return embeddedStore(await durableHost(), { user: o.store.user, profile: o.store.profile });
+    },
+
+    async openRealm(manifest, { signal }) {
+      if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
+      const realm = new NodeRealm(spares.take(), manifest, { signal, log, memoryMb: o.memoryMb });
+      await realm.ready();
+      return realm;
+    },
+
+    async ensureSchedule(ref, spec) {
+      const manifest = resolveRef(ref);
+      const intervalMs = parseSchedule(spec, `ensureSchedule(${manifest.name})`);
+      if (intervalMs < MIN_INTERVAL_MS) throw peekError(codes.SCHEDULE, `${manifest.name}: ${spec} is more often than this adapter's minimum interval (${MIN_INTERVAL_MS} ms)`);
+      return (await workerStub(manifest.name)).setSchedule({ manifestPath: manifest.manifestPath, spec: spec.trim(), intervalMs });
+    },
+
+    async cancelSchedule(ref) {
+      const name = typeof ref === 'string' && !ref.endsWith('.json') ? ref : resolveRef(ref).name;
+      return (await workerStub(name)).cancelSchedule();
+    },
+
+    /** Every stored schedule: { name, spec, manifestPath, next }. */
+    async schedules() {
+      const d = await durableHost();
+      const out = [];
+      for await (const name of d.ids(PeekWorker)) {
+        const s = await d.get(PeekWorker, name).schedule();
+        if (s) out.push({ name, spec: s.spec, manifestPath: s.manifestPath, next: s.next });
+      }
+      return out;
+    },
+
+    /**
+     * Runs a worker for a trigger through its durable worker's mailbox: one
+     * run of a worker at a time, whatever the triggers.
+     */
+    async dispatch(ref, trigger) {
+      const manifest = resolveRef(ref);
+      const r = await (await workerStub(manifest.name)).dispatch(manifest.manifestPath, trigger);
+      return r.ok ? r : { ok: false, error: fromPlainError(r.error), ms: r.ms };
+    },
+
+    async openChannel(subscription, onMessage) {
+      const topics = subscription?.topics ?? [];
+      if (!Array.isArray(topics) || topics.some((t) => typeof t !== 'string' || t.length === 0)) {
+        throw new TypeError('openChannel({ topics }, onMessage): topics must be an array of non-empty strings');
+      }
+      if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
+      return channels().open(topics, onMessage);
+    },
+
+    log(record) {
+      log(record);
+    },
+
+    /** Owns the directory and fires schedules; forks the warm spare. */
+    async start() {
+      need('start()');
+      spares.warm();
+      if (alarms === null) alarms = (await durableHost()).startAlarms({ classes: [PeekWorker] });
+      await alarms;
+    },
+
+    /** Stops firing schedules and releases the directory (the schedules stay on disk). */
+    async stop() {
+      const a = alarms;
+      alarms = null;
+      if (a !== null) await (await a).stop();
+      const d = durable;
+      durable = null;
+      if (d !== null) await (await d.catch(() => null))?.close();
+    },
+
+    /** stop(), and the spare process and the channel too. */
+    async close() {
+      if (closed) return;
+      await adapter.stop();
+      closed = true;
+      await spares.close();
+      if (hub !== null) await hub.close();
+    },
+  };
+  return adapter;
+}
+
+function checkOptions(options) {
+  if (options === null || typeof options !== 'object') throw new TypeError('nodeAdapter(options): options must be an object');
+  const positive = (name, v, dflt) => {
+    if (v === undefined) return dflt;
+    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`nodeAdapter({ ${name} }): must be a positive integer, got ${v}`);
+    return v;
+  };
+  const dir = options.dir === undefined ? undefined : path.resolve(String(options.dir));
+  const retries = options.retries ?? 3;
+  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new RangeError(`nodeAdapter({ retries }): an integer from 0 to 20, got ${retries}`);
+  const store = options.store ?? {};
+  if (store.remoteUrl !== undefined && !/^https?:\/\//.test(store.remoteUrl)) throw new TypeError('nodeAdapter({ store: { remoteUrl } }): must be an http(s) URL');
+  if (options.channelUrl !== undefined && !/^wss?:\/\//.test(options.channelUrl)) throw new TypeError('nodeAdapter({ channelUrl }): must be a ws:// or wss:// URL');
+  if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('nodeAdapter({ log }): must be a function (record) => void');
+  return {
+    dir,
+    memoryMb: positive('memoryMb', options.memoryMb, 128),
+    maxWallClockMs: positive('maxWallClockMs', options.maxWallClockMs, 15 * 60_000),
+    precisionMs: positive('precisionMs', options.precisionMs, 2000),
+    retries,
+    warm: options.warm ?? true,
+    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file },
+    store: { user: store.user ?? 'local', profile: store.profile ?? 'default', remoteUrl: store.remoteUrl },
+    channelUrl: options.channelUrl,
+    channelBackoff: options.channelBackoff ?? {},
+    log: options.log ?? stderrLog,
+  };
+}
+
+function deepFreeze(o) {
+  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
+  return Object.freeze(o);
+}
+
+module.exports = { nodeAdapter, PeekStore };
