@@ -38,6 +38,7 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_NAME'
   | 'ERR_DURABLE_METHOD'
   | 'ERR_DURABLE_NOT_INDEXED'
+  | 'ERR_DURABLE_TYPE'
   | 'ERR_DURABLE_CLOSED'
   | 'ERR_DURABLE_IO';
 
@@ -55,6 +56,7 @@ export const codes: Readonly<{
   NAME: 'ERR_DURABLE_NAME';
   METHOD: 'ERR_DURABLE_METHOD';
   NOT_INDEXED: 'ERR_DURABLE_NOT_INDEXED';
+  TYPE: 'ERR_DURABLE_TYPE';
   CLOSED: 'ERR_DURABLE_CLOSED';
   IO: 'ERR_DURABLE_IO';
 }>;
@@ -91,10 +93,15 @@ export interface DurableState {
    * transaction's own writes are not among them: they commit when it ends.
    */
   sync(): Promise<void>;
-  /** All writes in `fn` commit together, or, if it throws, not at all. */
+  /**
+   * All writes in `fn`, state and collections, commit together, or, if it
+   * throws, not at all (the resident state is put back) and the error is rethrown.
+   */
   transaction<T>(fn: () => T | Promise<T>): Promise<T>;
-  /** Deletes every key and every alarm, in one commit. */
+  /** Deletes every key, every document and every alarm, in one commit. */
   deleteAll(): Promise<void>;
+  /** The declared collection `name` (else ERR_DURABLE_NAME). */
+  collection<T = any>(name: string): Collection<T>;
   /**
    * Sets alarm `name` (the unnamed one by default) to fire at `at`; one alarm
    * per name. Resolves once it is on disk and findable by the scheduler.
@@ -104,6 +111,73 @@ export interface DurableState {
   getAlarm(name?: string): number | null;
   /** Removes the alarm (the unnamed one by default). */
   deleteAlarm(name?: string): Promise<void>;
+}
+
+/** A declared field's type: booleans are stored as 0/1, dates as epoch milliseconds. */
+export type FieldType = 'text' | 'integer' | 'real' | 'boolean' | 'date';
+
+/**
+ * `static collections`: per collection, its indexed fields and their types.
+ * Plain strings are accepted (TypeScript does not type a subclass's static
+ * initializer from the base class); the host checks them at `get`.
+ */
+export type CollectionsDeclaration = Readonly<Record<string, Readonly<Record<string, FieldType | (string & {})>>>>;
+
+/** A value to compare a field with: a Date or epoch ms for a date field, a BigInt for a large integer. */
+export type FieldValue = string | number | bigint | boolean | Date | null;
+
+/** A condition on one field: a value (equality; null finds the missing field) or operators. */
+export type FieldCondition =
+  | FieldValue
+  | {
+      $eq?: FieldValue;
+      /** Includes documents without the field. */
+      $ne?: FieldValue;
+      $lt?: FieldValue;
+      $lte?: FieldValue;
+      $gt?: FieldValue;
+      $gte?: FieldValue;
+      $in?: FieldValue[];
+    };
+
+/** Every condition must hold. */
+export type Where = Record<string, FieldCondition>;
+
+export interface FindOptions {
+  where?: Where;
+  /** A field, or `[field, 'asc' | 'desc']`; ties are ordered by id in the same direction. By id if absent. */
+  orderBy?: string | [string, 'asc' | 'desc'];
+  /** At most this many documents. */
+  limit?: number;
+  /** Read and decode every document and apply the query in JS, so undeclared fields may be used. */
+  scan?: boolean;
+}
+
+/**
+ * Documents of one declared collection. Writes commit with the call's flush
+ * like `state.set`; reads see the worker's own writes, committed or not.
+ */
+export interface Collection<T = any> {
+  readonly name: string;
+  /**
+   * Stores a structured clone of `doc` under `id`. Refused with
+   * ERR_DURABLE_TYPE when a declared field holds a value of another type,
+   * ERR_DURABLE_STATE_TOO_LARGE over 1 MiB encoded.
+   */
+  put(id: string, doc: T): void;
+  get(id: string): Promise<T | undefined>;
+  /** True if there was a document. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Replaces the document with what `fn` returns for the current one
+   * (undefined if none); returning undefined writes nothing. Nothing else of
+   * the worker runs between the read and the write.
+   */
+  update(id: string, fn: (doc: T | undefined) => T | undefined | Promise<T | undefined>): Promise<T | undefined>;
+  /** Documents matching `where` (declared fields only). */
+  count(where?: Where): Promise<number>;
+  /** Declared fields only (else ERR_DURABLE_NOT_INDEXED) unless `scan: true`. Read whole, in one turn. */
+  find(options?: FindOptions): Promise<T[]>;
 }
 
 /** What `alarm()` receives. */
@@ -161,6 +235,8 @@ export class DurableWorker {
   readonly ctx: WorkerContext;
   /** Overrides the class name used on disk (`[A-Za-z0-9_-]{1,64}`). */
   static workerName?: string;
+  /** Indexed document collections: `{ orders: { status: 'text', placedAt: 'date' } }`. */
+  static collections?: CollectionsDeclaration;
   /** Runs when the worker is materialized, through its mailbox. */
   start?(): void | Promise<void>;
   /** Runs when the worker is closed, through its mailbox. */
@@ -218,8 +294,12 @@ export interface HostStats {
   catalogCommits: number;
   /** Worker files created. */
   created: number;
-  /** Value bytes written. */
+  /** Value and document bytes written. */
   bytesWritten: number;
+  /** Collection reads (get, find, count, delete's lookup, scans). */
+  queries: number;
+  /** Documents those reads returned. */
+  docsRead: number;
 }
 
 export interface AlarmFailedEvent {

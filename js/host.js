@@ -184,6 +184,8 @@ class Host extends EventEmitter {
       catalogCommits: n.catalogCommits,
       created: n.created,
       bytesWritten: n.bytesWritten,
+      queries: n.queries,
+      docsRead: n.docsRead,
     };
   }
 

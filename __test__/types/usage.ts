@@ -89,3 +89,40 @@ async function main(): Promise<void> {
 
 void main;
 void joinRoom;
+
+interface Order {
+  status: 'open' | 'shipped';
+  placedAt: Date;
+  total: number;
+  note?: string;
+}
+
+class Orders extends DurableWorker {
+  static collections = { orders: { status: 'text', placedAt: 'date', total: 'real' } } as const;
+
+  async place(id: string, total: number): Promise<number> {
+    const orders = this.state.collection<Order>('orders');
+    orders.put(id, { status: 'open', placedAt: new Date(), total });
+    await orders.update(id, (o) => (o ? { ...o, note: 'checked' } : undefined));
+    const open: Order[] = await orders.find({ where: { status: 'open', total: { $gte: 10, $lt: 100 } }, orderBy: ['placedAt', 'desc'], limit: 50 });
+    const old = await orders.find({ where: { note: { $in: ['a', 'b'] } }, scan: true });
+    const n: number = await orders.count({ placedAt: { $gte: Date.now() - 86_400_000 } });
+    const gone: boolean = await orders.delete(id);
+    return open.length + old.length + n + Number(gone) + this.state.collection('orders').name.length;
+  }
+}
+
+async function placeOrder(host: Host): Promise<number> {
+  const n = await host.get(Orders, 'shop').place('o1', 12);
+  return n + host.stats().queries + host.stats().docsRead;
+}
+
+class Untyped extends DurableWorker {
+  // Without `as const`: a declaration is still accepted.
+  static collections = { events: { kind: 'text', at: 'date' } };
+}
+void Untyped;
+
+// @ts-expect-error a document's declared field must match the document type
+async function badPut(w: Orders): Promise<void> { w.state.collection<Order>('orders').put('x', { status: 'lost', placedAt: new Date(), total: 1 }); }
+void badPut;
