@@ -109,7 +109,11 @@ function createWorkerHost({ adapter } = {}) {
             published.add(topic);
             return publish(topic, message);
           },
-          log: (level, args) => adapter.log({ level, worker: name, args }),
+          log: (level, args) => {
+            const record = { level, worker: name, args };
+            adapter.log(record);
+            events.emit('log', record);
+          },
         });
         realm.installGlobals({ app: api, window: { app: api }, fetch });
         const mod = await realm.loadWorkerModule(manifest);

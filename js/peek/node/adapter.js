@@ -212,7 +212,8 @@ function checkOptions(options) {
   if (options === null || typeof options !== 'object') throw new TypeError('nodeAdapter(options): options must be an object');
   const positive = (name, v, dflt) => {
     if (v === undefined) return dflt;
-    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`nodeAdapter({ ${name} }): must be a positive integer, got ${v}`);
+    // 2^31 - 1 ms (about 24.8 days) is the longest a timer can wait.
+    if (!Number.isInteger(v) || v <= 0 || v > 2 ** 31 - 1) throw new RangeError(`nodeAdapter({ ${name} }): must be a positive integer below 2^31, got ${v}`);
     return v;
   };
   const dir = options.dir === undefined ? undefined : path.resolve(String(options.dir));

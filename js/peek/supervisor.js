@@ -1,0 +1,120 @@
+'use strict';
+// The resident supervisor (`durable-workers peek serve <dir>`): owns the
+// adapter's directory, keeps each manifest's schedule, and holds the channel.
+// Commands (cmd:execute:<command>) and wakes (a topic a manifest subscribes
+// to) become runs through adapter.dispatch, so they queue behind a running
+// schedule of the same worker. A command for a worker installed after start
+// is found by scanning the directory again: no restart to install.
+const fs = require('node:fs');
+const path = require('node:path');
+const { loadManifest } = require('./manifest');
+
+/**
+ * Finds manifests in `dir`: every `<dir>/<name>/manifest.json` and `<dir>/*.json`.
+ * @returns {{ manifests: import('../../peek').Manifest[], problems: { file: string, error: Error }[] }}
+ */
+function scanManifests(dir) {
+  const manifests = [];
+  const problems = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    let file = null;
+    if (entry.isDirectory() && !entry.name.startsWith('.')) {
+      const f = path.join(dir, entry.name, 'manifest.json');
+      if (fs.existsSync(f)) file = f;
+    } else if (entry.isFile() && entry.name.endsWith('.json') && entry.name !== 'package.json') {
+      file = path.join(dir, entry.name);
+    }
+    if (file === null) continue;
+    try {
+      manifests.push(loadManifest(file));
+    } catch (error) {
+      problems.push({ file, error });
+    }
+  }
+  return { manifests, problems };
+}
+
+/**
+ * @param {{ dir: string, adapter: import('../../peek').NodeAdapter, host: import('../../peek').WorkerHost, log?: (r: object) => void }} options
+ */
+function createSupervisor({ dir, adapter, host, log = () => {} }) {
+  let manifests = new Map();
+  let channel = null;
+
+  const rescan = () => {
+    const { manifests: found, problems } = scanManifests(dir);
+    for (const p of problems) log({ level: 'error', worker: path.basename(p.file), args: ['manifest refused:', p.error.message] });
+    const names = new Map();
+    for (const m of found) {
+      if (names.has(m.name)) log({ level: 'error', worker: m.name, args: [`two manifests use this name; ${m.manifestPath} is ignored`] });
+      else names.set(m.name, m);
+    }
+    manifests = names;
+    return found;
+  };
+  const byCommand = (command) => [...manifests.values()].find((m) => m.commands.includes(command));
+
+  async function onMessage({ topic, message }) {
+    try {
+      if (topic.startsWith('cmd:execute:')) {
+        const command = topic.slice('cmd:execute:'.length);
+        let m = byCommand(command);
+        if (m === undefined) {
+          rescan();
+          m = byCommand(command);
+        }
+        if (m === undefined) {
+          log({ level: 'warn', worker: '(supervisor)', args: [`no worker answers ${topic}`] });
+          if (typeof message?.resultTopic === 'string') await channel.publish(message.resultTopic, { ok: false, error: { code: 'ERR_PEEK_MANIFEST', message: `no worker answers ${topic}` } });
+          return;
+        }
+        const trigger = { kind: 'command', name: command, params: message?.params };
+        if (typeof message?.resultTopic === 'string' && message.resultTopic.length > 0) trigger.resultTopic = message.resultTopic;
+        await adapter.dispatch(m.manifestPath, trigger);
+        return;
+      }
+      for (const m of manifests.values()) {
+        if (m.capabilities.pubsub?.subscribe.includes(topic)) await adapter.dispatch(m.manifestPath, { kind: 'wake', topic, message });
+      }
+    } catch (err) {
+      log({ level: 'error', worker: '(supervisor)', args: [`handling ${topic} failed:`, err.message] });
+    }
+  }
+
+  return {
+    /** The manifests currently known, by name. */
+    get manifests() {
+      return manifests;
+    },
+
+    /** Takes the directory, brings schedules in line with the manifests, opens the channel. */
+    async start() {
+      rescan();
+      await adapter.start();
+      const stored = await adapter.schedules();
+      for (const s of stored) {
+        const m = manifests.get(s.name);
+        if (m === undefined || m.schedule === null) {
+          await adapter.cancelSchedule(s.name);
+          log({ level: 'info', worker: s.name, args: ['schedule removed: its manifest no longer has one'] });
+        }
+      }
+      for (const m of manifests.values()) {
+        if (m.schedule !== null) {
+          const r = await adapter.ensureSchedule(m.manifestPath, m.schedule);
+          log({ level: 'info', worker: m.name, args: [`schedule ${m.schedule}; next run ${new Date(r.next).toISOString()}`] });
+        }
+      }
+      const topics = ['cmd:execute:*', ...new Set([...manifests.values()].flatMap((m) => m.capabilities.pubsub?.subscribe ?? []))];
+      channel = await adapter.openChannel({ topics }, (m) => onMessage(m));
+    },
+
+    async close() {
+      await channel?.close();
+      await host.close();
+      await adapter.close();
+    },
+  };
+}
+
+module.exports = { createSupervisor, scanManifests };
