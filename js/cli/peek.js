@@ -1,0 +1,154 @@
+'use strict';
+// `durable-workers peek run <manifest>` and `durable-workers peek serve <dir>`.
+const path = require('node:path');
+const { parse, withUsage, intOption, UsageError } = require('./args');
+
+const COMMON = `  --state <dir>          where schedules and the embedded store live
+  --credentials <file>   JSON { "<worker>": "<credential>" }, mode 600
+                         (or set PEEK_CREDENTIAL_<WORKER>)
+  --store-url <url>      use a remote HTTP store instead of the embedded one
+  --memory-mb <n>        memory ceiling of a run's process (default 128)
+  --json                 print JSON (one object per line for serve)`;
+
+const runHelp = `usage: durable-workers peek run <manifest.json> [--trigger <t>] [--params <json>] [options]
+
+Runs a worker once, in a fresh process, and prints its RunResult.
+Exit 0 if the run succeeded, 1 if it failed, 2 on a usage error.
+
+  --trigger <t>          schedule (default: due now), command:<name>, wake:<topic>
+  --params <json>        the command's params, or the wake's message
+  --state <dir>          default: <manifest dir>/.peek-state
+${COMMON.split('\n').slice(1).join('\n')}`;
+
+const serveHelp = `usage: durable-workers peek serve <dir-of-manifests> [--channel <ws-url>] [options]
+
+The resident supervisor: keeps the schedule of every manifest in <dir>
+(<dir>/<name>/manifest.json or <dir>/*.json) as durable alarms, runs commands
+(cmd:execute:<command>) and wakes from the channel, one run of a worker at a
+time. Prints each run and log record. Stops on SIGINT or SIGTERM.
+
+  --channel <ws-url>     the pubsub hub; without it, an in-process bus
+  --state <dir>          default: <dir>/.peek-state
+${COMMON.split('\n').slice(1).join('\n')}`;
+
+const help = `usage: durable-workers peek <run|serve> …
+
+  peek run <manifest.json>     run a worker once
+  peek serve <dir>             the resident supervisor
+
+durable-workers peek run --help, durable-workers peek serve --help for options.`;
+
+const optionSpec = {
+  state: { type: 'string' },
+  credentials: { type: 'string' },
+  'store-url': { type: 'string' },
+  'memory-mb': { type: 'string' },
+  json: { type: 'boolean' },
+};
+
+function adapterOptions(values, defaultState, log) {
+  return {
+    dir: values.state ?? defaultState,
+    credentials: values.credentials ? { file: path.resolve(values.credentials) } : undefined,
+    store: values['store-url'] ? { remoteUrl: values['store-url'] } : undefined,
+    memoryMb: intOption(values, 'memory-mb'),
+    log,
+  };
+}
+
+function printer(io, json) {
+  const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+  return {
+    log: (r) => (json ? io.stdout.write(`${JSON.stringify({ event: 'log', ...r })}\n`) : io.stderr.write(`[${r.worker}] ${r.level}: ${r.args.map(text).join(' ')}\n`)),
+    run: (e) => {
+      const r = e.result;
+      const line = { event: 'run', worker: e.worker, trigger: e.trigger, ok: r.ok, ms: r.ms, ...(r.ok ? { value: r.value } : { error: { code: r.error.code, message: r.error.message } }) };
+      io.stdout.write(json ? `${JSON.stringify(line)}\n` : `${e.worker} ${e.trigger.kind} ${r.ok ? 'ok' : 'FAILED'} in ${r.ms} ms: ${r.ok ? text(r.value) : `${r.error.code ?? ''} ${r.error.message}`}\n`);
+    },
+  };
+}
+
+function parseTrigger(spec, params) {
+  if (spec === undefined || spec === 'schedule') return { kind: 'schedule', scheduledFor: Date.now() };
+  const [kind, ...rest] = spec.split(':');
+  const name = rest.join(':');
+  if (kind === 'command' && name) return { kind: 'command', name, params };
+  if (kind === 'wake' && name) return { kind: 'wake', topic: name, message: params };
+  throw new UsageError(`--trigger ${spec}: use schedule, command:<name> or wake:<topic>`);
+}
+
+async function runOnce(args, io) {
+  const { values, positionals } = parse(args, { ...optionSpec, trigger: { type: 'string' }, params: { type: 'string' } });
+  if (positionals.length !== 1) throw new UsageError('peek run takes one manifest');
+  let params = null;
+  if (values.params !== undefined) {
+    try {
+      params = JSON.parse(values.params);
+    } catch (err) {
+      throw new UsageError(`--params is not JSON: ${err.message}`);
+    }
+  }
+  const trigger = parseTrigger(values.trigger, params);
+  const { nodeAdapter, createWorkerHost, loadManifest } = require('../peek');
+  const manifest = loadManifest(positionals[0]);
+  const print = printer(io, values.json);
+  // One run needs no spare waiting behind it.
+  const adapter = nodeAdapter({ ...adapterOptions(values, path.join(manifest.dir, '.peek-state'), print.log), warm: false });
+  const host = createWorkerHost({ adapter });
+  host.on('run', print.run);
+  try {
+    const result = await host.run(manifest.manifestPath, trigger);
+    return result.ok ? 0 : 1;
+  } finally {
+    await host.close();
+    await adapter.close();
+  }
+}
+
+async function serve(args, io) {
+  const { values, positionals } = parse(args, { ...optionSpec, channel: { type: 'string' } });
+  if (positionals.length !== 1) throw new UsageError('peek serve takes one directory of manifests');
+  const dir = path.resolve(positionals[0]);
+  const { nodeAdapter, createWorkerHost, createSupervisor } = require('../peek');
+  const print = printer(io, values.json);
+  const adapter = nodeAdapter({ ...adapterOptions(values, path.join(dir, '.peek-state'), print.log), channelUrl: values.channel });
+  const host = createWorkerHost({ adapter });
+  host.on('run', print.run);
+  const supervisor = createSupervisor({ dir, adapter, host, log: print.log });
+  await supervisor.start();
+  print.log({ level: 'info', worker: '(supervisor)', args: [`serving ${supervisor.manifests.size} worker(s) from ${dir}`] });
+  await new Promise((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await supervisor.close();
+  return 0;
+}
+
+async function run(args, io) {
+  const [sub, ...rest] = args;
+  const pick = { run: [runOnce, runHelp], serve: [serve, serveHelp] }[sub];
+  if (pick === undefined) {
+    io.stderr.write(`${sub === undefined ? 'peek needs a subcommand' : `unknown peek subcommand ${JSON.stringify(sub)}`}\n\n${help}\n`);
+    return 2;
+  }
+  const [body, subHelp] = pick;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout.write(`${subHelp}\n`);
+    return 0;
+  }
+  return withUsage(subHelp, io, async () => {
+    try {
+      return await body(rest, io);
+    } catch (err) {
+      // A refused manifest or credential is the user's to fix: say what, exit 1.
+      if (typeof err?.code === 'string' && err.code.startsWith('ERR_')) {
+        io.stderr.write(`${err.code}: ${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    }
+  });
+}
+
+module.exports = { name: 'peek', summary: 'run Peek workers: peek run <manifest>, peek serve <dir>', help, run };
