@@ -40,7 +40,13 @@ function createWorkerHost({ adapter } = {}) {
     /** Runs the worker once for `trigger`. Resolves with a RunResult; rejects only for a malformed trigger. */
     run(ref, trigger) {
       if (closed) return Promise.reject(peekError(codes.CLOSED, 'the worker host is closed'));
-      return runOnce(ref, checkTrigger(trigger));
+      let checked;
+      try {
+        checked = checkTrigger(trigger);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return runOnce(ref, checked);
     },
     on(event, listener) {
       events.on(event, listener);

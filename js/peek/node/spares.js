@@ -57,6 +57,7 @@ class Spares {
     const p = this.#spare;
     this.#spare = null;
     if (p !== null) {
+      hold(p.proc); // an unref'd process would not keep us waiting for its exit
       p.proc.kill('SIGKILL');
       await p.exited;
     }
