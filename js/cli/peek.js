@@ -115,12 +115,14 @@ async function serve(args, io) {
   const host = createWorkerHost({ adapter });
   host.on('run', print.run);
   const supervisor = createSupervisor({ dir, adapter, host, log: print.log });
-  await supervisor.start();
-  print.log({ level: 'info', worker: '(supervisor)', args: [`serving ${supervisor.manifests.size} worker(s) from ${dir}`] });
-  await new Promise((resolve) => {
+  // Listening before start: a signal during start still closes cleanly.
+  const stopped = new Promise((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  await supervisor.start();
+  print.log({ level: 'info', worker: '(supervisor)', args: [`serving ${supervisor.manifests.size} worker(s) from ${dir}`] });
+  await stopped;
   await supervisor.close();
   return 0;
 }

@@ -90,7 +90,8 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
     /** Takes the directory, brings schedules in line with the manifests, opens the channel. */
     async start() {
       rescan();
-      await adapter.start();
+      // Schedules are brought in line before alarms fire: an ensureSchedule
+      // queued behind a catch-up run would hold start() for the whole run.
       const stored = await adapter.schedules();
       for (const s of stored) {
         const m = manifests.get(s.name);
@@ -105,6 +106,7 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
           log({ level: 'info', worker: m.name, args: [`schedule ${m.schedule}; next run ${new Date(r.next).toISOString()}`] });
         }
       }
+      await adapter.start();
       const topics = ['cmd:execute:*', ...new Set([...manifests.values()].flatMap((m) => m.capabilities.pubsub?.subscribe ?? []))];
       channel = await adapter.openChannel({ topics }, (m) => onMessage(m));
     },
