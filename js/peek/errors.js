@@ -23,8 +23,6 @@ const codes = Object.freeze({
   ENTRY: 'ERR_PEEK_ENTRY',
   /** The run's process ended without finishing the run (out of memory, exit). */
   CRASHED: 'ERR_PEEK_CRASHED',
-  /** A trigger that is not one of schedule, wake, command. */
-  TRIGGER: 'ERR_PEEK_TRIGGER',
   /** The datastore refused a call (remote status, unknown item). */
   STORE: 'ERR_PEEK_STORE',
   /** The channel is closed, or the hub could not be reached. */

@@ -1,0 +1,285 @@
+// Types for `durable-workers/peek`: the portable worker host.
+
+/** Why a run happens. */
+export type Trigger =
+  | { readonly kind: 'schedule'; /** epoch ms the run was due, not when it began */ readonly scheduledFor: number }
+  | { readonly kind: 'wake'; readonly topic: string; readonly message: unknown }
+  | { readonly kind: 'command'; readonly name: string; readonly params: unknown; readonly resultTopic?: string };
+
+/** The second argument of a worker's entry. */
+export interface RunContext {
+  readonly trigger: Trigger;
+  /** Epoch ms after which the run is stopped. */
+  readonly deadline: number;
+  /** Aborted at the deadline (reason: an ERR_PEEK_DEADLINE error) and when the run ends. */
+  readonly signal: AbortSignal;
+  /** The run ends only when `p` has settled too (or at the deadline). */
+  waitUntil(p: Promise<unknown>): void;
+}
+
+/** What every datastore method resolves to. */
+export type Envelope<T> = { success: true; data: T } | { success: false; error: string };
+
+export interface Item {
+  id: string;
+  type: string;
+  content: unknown;
+  metadata: Record<string, unknown>;
+  tags: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Session {
+  user: string;
+  profile: string;
+  store: 'embedded' | 'remote' | (string & {});
+  [more: string]: unknown;
+}
+
+export type StoreMethod = 'describe' | 'addItem' | 'getItem' | 'updateItem' | 'deleteItem' | 'queryItems' | 'tagItem' | 'untagItem';
+
+/** A store: each method throws on failure. The host wraps the granted ones in envelopes. */
+export interface Store {
+  describe(): Promise<Session>;
+  addItem(type: string, content: unknown, options?: { metadata?: Record<string, unknown>; tags?: string[] }): Promise<Item>;
+  getItem(id: string): Promise<Item | null>;
+  updateItem(id: string, patch: Partial<Pick<Item, 'type' | 'content' | 'metadata' | 'tags'>>): Promise<Item>;
+  deleteItem(id: string): Promise<boolean>;
+  queryItems(query?: { type?: string; tag?: string; limit?: number }): Promise<Item[]>;
+  tagItem(id: string, tags: string[]): Promise<Item>;
+  untagItem(id: string, tags: string[]): Promise<Item>;
+}
+
+/** api.datastore: the granted methods only, each answering in an envelope. */
+export type WorkerDatastore = {
+  readonly [M in StoreMethod]?: (...args: Parameters<Store[M]>) => Promise<Envelope<Awaited<ReturnType<Store[M]>>>>;
+};
+
+export interface WorkerLog {
+  (...args: unknown[]): void;
+  info(...args: unknown[]): void;
+  warn(...args: unknown[]): void;
+  error(...args: unknown[]): void;
+}
+
+/** The api a worker is given. A namespace is present exactly when the manifest grants it. */
+export interface WorkerApi {
+  readonly datastore?: WorkerDatastore;
+  readonly network?: { readonly fetch: typeof fetch };
+  readonly pubsub?: { readonly publish: (topic: string, message: unknown) => Promise<void> };
+  readonly publish?: (topic: string, message: unknown) => Promise<void>;
+  readonly log?: WorkerLog;
+}
+
+/** The only thing a worker author writes. */
+export type WorkerEntry = (api: WorkerApi, ctx?: RunContext) => Promise<unknown>;
+
+export type RunResult = { ok: true; value: unknown; ms: number } | { ok: false; error: Error & { code?: string }; ms: number };
+
+/** A loaded, checked manifest. */
+export interface Manifest {
+  readonly name: string;
+  readonly description?: string;
+  readonly manifestPath: string;
+  readonly dir: string;
+  readonly worker: { readonly url: string; readonly entry?: string; readonly path: string; readonly href: string };
+  readonly schedule: string | null;
+  readonly intervalMs: number | null;
+  readonly capabilities: {
+    readonly network?: { readonly domains: readonly string[] };
+    readonly datastore?: { readonly methods: readonly StoreMethod[] };
+    readonly pubsub?: { readonly subscribe: readonly string[] };
+    readonly log?: {};
+  };
+  readonly limits: { readonly wallClockMs?: number };
+  readonly commands: readonly string[];
+}
+
+/** A manifest path, or anything with one (a loaded Manifest). */
+export type WorkerRef = string | { readonly manifestPath: string };
+
+export interface AdapterDeclaration {
+  readonly name: string;
+  readonly scheduler: {
+    readonly atLeastOnce: boolean;
+    readonly retriesOnFailure: number | 'none' | 'unspecified';
+    readonly catchesUpMissedRuns: boolean;
+    readonly minIntervalMs: number;
+    readonly precisionMs: number;
+  };
+  readonly run: {
+    readonly maxWallClockMs: number;
+    readonly maxCpuMs: number | 'unbounded';
+    readonly memoryMb: number | 'unbounded';
+    readonly singleFlight: boolean;
+    readonly maxOutboundConcurrency: number | 'unbounded';
+    readonly clockAdvancesWithoutIo: boolean;
+  };
+  readonly network: { readonly enforcement: 'guard-rail' | 'egress-control' };
+  readonly install: { readonly codeLoad: 'runtime' | 'deploy' };
+  readonly isolation: 'isolate-per-worker' | 'process-per-run' | 'shared-process';
+}
+
+export interface ChannelMessage {
+  topic: string;
+  message: unknown;
+}
+
+export interface Channel {
+  readonly kind: 'in-process' | 'websocket';
+  publish(topic: string, message: unknown): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One run's realm: where the module is loaded and the entry runs. */
+export interface RunRealm {
+  installGlobals(globals: { app: WorkerApi; window?: { app: WorkerApi }; fetch?: typeof fetch }): void;
+  makeFetch(domains: readonly string[], signal: AbortSignal): typeof fetch;
+  loadWorkerModule(manifest: Manifest): Promise<Readonly<Record<string, (api: WorkerApi, ctx: RunContext) => Promise<unknown>>>>;
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+/** What the shared host needs of a platform. */
+export interface PlatformAdapter {
+  readonly declares: AdapterDeclaration;
+  readCredential(manifest: Manifest): Promise<string | undefined>;
+  credentialHint?(manifest: Manifest): string;
+  openStore(manifest: Manifest, credential: string): Promise<Store>;
+  openRealm(manifest: Manifest, run: { deadline: number; signal: AbortSignal }): Promise<RunRealm>;
+  ensureSchedule(ref: WorkerRef, spec: string): Promise<{ changed: boolean; next: number }>;
+  cancelSchedule(ref: WorkerRef): Promise<boolean>;
+  openChannel(subscription: { topics: readonly string[] }, onMessage: (m: ChannelMessage) => void): Promise<Channel>;
+  log(record: LogRecord): void;
+  attachHost?(host: WorkerHost): void;
+  dispatch?(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+  close?(): Promise<void>;
+}
+
+export interface LogRecord {
+  level: 'info' | 'warn' | 'error';
+  worker: string;
+  args: unknown[];
+}
+
+export interface RunEvent {
+  worker: string | null;
+  trigger: Trigger;
+  result: RunResult;
+}
+
+export interface WorkerHost {
+  readonly declares: AdapterDeclaration;
+  /** Resolves with the run's result; rejects only for a malformed trigger (TypeError). */
+  run(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  on(event: 'run', listener: (e: RunEvent) => void): this;
+  on(event: 'log', listener: (r: LogRecord) => void): this;
+  off(event: 'run' | 'log', listener: (...args: any[]) => void): this;
+  close(): Promise<void>;
+}
+
+export interface NodeAdapterOptions {
+  /** Where schedules and the embedded store live; one owning process at a time. */
+  dir?: string;
+  /** Heap ceiling of a run's process (default 128). */
+  memoryMb?: number;
+  /** The longest a run may take (default 15 minutes). */
+  maxWallClockMs?: number;
+  /** The declared bound on start − scheduledFor (default 2000). */
+  precisionMs?: number;
+  /** Retries of a failed scheduled run, at 1 s, 2 s, 4 s … (default 3). */
+  retries?: number;
+  /** Keep one booted run process ready (default true). */
+  warm?: boolean;
+  credentials?: { file?: string; envPrefix?: string | false };
+  store?: { user?: string; profile?: string; remoteUrl?: string };
+  /** A pubsub hub (ws:// or wss://); without it, an in-process bus. */
+  channelUrl?: string;
+  channelBackoff?: { minDelayMs?: number; maxDelayMs?: number };
+  log?: (record: LogRecord) => void;
+}
+
+export interface NodeAdapter extends PlatformAdapter {
+  readonly dir: string | undefined;
+  attachHost(host: WorkerHost): void;
+  dispatch(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  schedules(): Promise<{ name: string; spec: string; manifestPath: string; next: number | null }[]>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ConformanceRow {
+  ok: boolean;
+  observed: string;
+  ms: number;
+}
+
+export interface ConformanceReport {
+  adapter: string;
+  ok: boolean;
+  ms: number;
+  assertions: (ConformanceRow & { id: number; name: string })[];
+  declarations: (ConformanceRow & { field: string; declared: string })[];
+}
+
+export interface ConformanceOptions {
+  adapter: PlatformAdapter;
+  /** Hands `name` the credential `value`; returns an undo. Default: PEEK_CREDENTIAL_<NAME>. */
+  mintCredential?: (name: string, value: string) => void | (() => void) | Promise<void | (() => void)>;
+  /** Run only checks whose name contains one of these. */
+  only?: string[];
+  /** Where to print the table. */
+  out?: { write(text: string): unknown };
+  onCheck?: (row: ConformanceRow) => void;
+}
+
+export interface Supervisor {
+  readonly manifests: Map<string, Manifest>;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createWorkerHost(options: { adapter: PlatformAdapter }): WorkerHost;
+export function nodeAdapter(options?: NodeAdapterOptions): NodeAdapter;
+export function runConformance(options: ConformanceOptions): Promise<ConformanceReport>;
+export function loadManifest(manifestPath: string): Manifest;
+export function parseSchedule(spec: string, field?: string): number;
+export function credentialEnvName(name: string, prefix?: string): string;
+export function createSupervisor(options: { dir: string; adapter: NodeAdapter; host: WorkerHost; log?: (record: LogRecord) => void }): Supervisor;
+
+export type PeekErrorCode =
+  | 'ERR_PEEK_MANIFEST'
+  | 'ERR_PEEK_SCHEDULE'
+  | 'ERR_PEEK_CREDENTIAL'
+  | 'ERR_PEEK_DEADLINE'
+  | 'ERR_PEEK_NETWORK_DENIED'
+  | 'ERR_PEEK_IMPORT_REFUSED'
+  | 'ERR_PEEK_ENTRY'
+  | 'ERR_PEEK_CRASHED'
+  | 'ERR_PEEK_STORE'
+  | 'ERR_PEEK_CHANNEL'
+  | 'ERR_PEEK_CLOSED';
+
+export const codes: {
+  readonly MANIFEST: 'ERR_PEEK_MANIFEST';
+  readonly SCHEDULE: 'ERR_PEEK_SCHEDULE';
+  readonly CREDENTIAL: 'ERR_PEEK_CREDENTIAL';
+  readonly DEADLINE: 'ERR_PEEK_DEADLINE';
+  readonly NETWORK_DENIED: 'ERR_PEEK_NETWORK_DENIED';
+  readonly IMPORT_REFUSED: 'ERR_PEEK_IMPORT_REFUSED';
+  readonly ENTRY: 'ERR_PEEK_ENTRY';
+  readonly CRASHED: 'ERR_PEEK_CRASHED';
+  readonly STORE: 'ERR_PEEK_STORE';
+  readonly CHANNEL: 'ERR_PEEK_CHANNEL';
+  readonly CLOSED: 'ERR_PEEK_CLOSED';
+};
+
+/**
+ * Every Peek error is a DurableError (the package's one error class) carrying
+ * one of these codes. Typed apart because index.d.ts types DurableError's
+ * code as the durable-workers codes only.
+ */
+export type PeekError = Error & { readonly name: 'DurableError'; readonly code: PeekErrorCode };
