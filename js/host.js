@@ -2,7 +2,6 @@
 // The host: one open durable directory, the workers in it, and the calls to them.
 const { EventEmitter } = require('node:events');
 const { Buffer } = require('node:buffer');
-const { NativeHost } = require('./native');
 const { DurableError, codes, label, fromNative } = require('./errors');
 const { declaredCollections, nativeSpec } = require('./schema');
 const { DurableWorker, callableMethods } = require('./worker');
@@ -12,6 +11,14 @@ const { current, frameFor, WaitGraph } = require('./chain');
 const { clone, isPrimitive } = require('./codec');
 const { AlarmScheduler } = require('./alarms');
 const { SocketRegistry, WebSocketHandle, isSocket } = require('./sockets');
+const { ShardPool } = require('./shards/pool');
+const { RemoteWorker, NO_GATE } = require('./shards/remote');
+const { serializeError, deserializeError, isSocketMarker } = require('./shards/protocol');
+
+/** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
+function isWorker(w) {
+  return w instanceof LiveWorker || w instanceof RemoteWorker;
+}
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_ID = 2048;
@@ -36,12 +43,16 @@ class Host extends EventEmitter {
   /** @type {Set<AlarmScheduler>} */
   #schedulers = new Set();
   #sockets = new SocketRegistry({
-    deliver: (key, binding, id, run) => this.#socketEvent(key, binding, id, run),
+    deliver: (key, binding, id, run, desc) => this.#socketEvent(key, binding, id, run, desc),
     gateOf: (key) => {
       const w = this.#live.get(key);
       return w instanceof LiveWorker ? w.state.flush() : null;
     },
   });
+  /** @type {ShardPool | null} */
+  #pool = null;
+  /** @type {Set<Function>} the classes the shard module exports */
+  #sharded = new Set();
   /** The face LiveWorker sees. */
   #inner;
 
@@ -51,9 +62,20 @@ class Host extends EventEmitter {
     this.#native = native;
     this.#options = options;
     const host = this;
+    if (options.shards !== undefined) {
+      this.#pool = new ShardPool(options.shards, {
+        message: (shard, msg) => host.#fromShard(shard, msg),
+        lost: (shard, err) => host.#shardLost(shard, err),
+      });
+      for (const v of Object.values(options.shards.exports)) {
+        if (typeof v === 'function' && v.prototype instanceof DurableWorker) this.#sharded.add(v);
+      }
+    }
     this.#inner = {
       native,
       commits,
+      pool: this.#pool,
+      sockets: this.#sockets,
       mailboxLimit: options.mailbox,
       busy: (w) => host.#busy(w),
       idle: (w) => host.#idle(w),
@@ -97,7 +119,7 @@ class Host extends EventEmitter {
     for (;;) {
       const w = this.#live.get(key);
       if (w === undefined) break;
-      if (w instanceof LiveWorker && w.closed === null) {
+      if (isWorker(w) && w.closed === null) {
         const existed = w.close(null, { destroy: true });
         existed.then(
           () => this.#drop(w),
@@ -202,10 +224,11 @@ class Host extends EventEmitter {
       this.#schedulers.clear();
       const waits = [];
       for (const w of this.#live.values()) {
-        if (w instanceof LiveWorker) waits.push(this.#retire(w, 'close'));
+        if (isWorker(w)) waits.push(this.#retire(w, 'close'));
         else waits.push(w.closed.catch(() => {}));
       }
       await Promise.all(waits);
+      await this.#pool?.close();
       await this.#native.close();
       this.#inner.commits.close();
     })();
@@ -214,9 +237,8 @@ class Host extends EventEmitter {
 
   // --- calls -------------------------------------------------------------
 
-  #call(binding, id, who, method, args) {
+  #call(binding, id, who, method, args, caller = current()) {
     if (this.#closed) return Promise.reject(closedError(who));
-    const caller = current();
     const key = keyOf(binding.name, id);
     let release;
     try {
@@ -267,7 +289,7 @@ class Host extends EventEmitter {
     const attempt = () => {
       if (this.#closed) return onClosed();
       const w = this.#live.get(key);
-      if (w !== undefined && (!(w instanceof LiveWorker) || w.closed !== null)) {
+      if (w !== undefined && (!isWorker(w) || w.closed !== null)) {
         w.closed.then(attempt, attempt);
         return;
       }
@@ -305,8 +327,76 @@ class Host extends EventEmitter {
   }
 
   /** Runs a socket event as one mailbox entry of its worker, materializing it. */
-  #socketEvent(key, binding, id, run) {
-    this.#withWorker(key, binding, id, (w) => w.socketEvent(run), () => {});
+  #socketEvent(key, binding, id, run, desc) {
+    this.#withWorker(key, binding, id, (w) => w.socketEvent(run, desc), () => {});
+  }
+
+  // --- shards ------------------------------------------------------------
+
+  /** A message from a shard: about one of its workers, or a request of the host. */
+  #fromShard(shard, msg) {
+    switch (msg.op) {
+      case 'call':
+        return this.#callFromShard(shard, msg);
+      case 'wake':
+        for (const s of this.#schedulers) if (s.serves(msg.className)) s.wake(msg.at);
+        return;
+      case 'alarmFailed':
+        this.#inner.alarmFailed(deserializeError(msg.error), msg.info);
+        return;
+      case 'socketAccept':
+      case 'socketSend':
+      case 'socketClose':
+      case 'socketAttach':
+      case 'socketAuto':
+        this.#sockets.fromShard(msg.op === 'socketAccept' ? shard.workers.get(msg.key) : undefined, msg);
+        return;
+      case 'rpc':
+        if (msg.key === null) {
+          const [className, id, at] = msg.args;
+          const op = msg.method === 'alarmEarlier' ? this.#native.alarmEarlier(className, id, at) : this.#native.alarmExact(className, id, at);
+          op.then(
+            () => shard.post({ op: 'reply', rid: msg.rid, ok: true }),
+            (err) => shard.post({ op: 'reply', rid: msg.rid, ok: false, error: serializeError(fromNative(err, label(className, id))) }),
+          );
+          return;
+        }
+      // falls through: a worker's own storage
+      default:
+        shard.workers.get(msg.key)?.onMessage(shard, msg);
+    }
+  }
+
+  /** A call made by code on a shard: checked, and its wait recorded, as if made here. */
+  #callFromShard(shard, { cid, className, id, method, args, frame }) {
+    const reply = (ok, v) => shard.post(ok ? { op: 'callReply', cid, ok, value: v } : { op: 'callReply', cid, ok, error: serializeError(v) });
+    let p;
+    try {
+      const Class = this.#names.get(className) ?? [...this.#sharded].find((C) => nameOf(C) === className);
+      if (Class === undefined) {
+        throw new DurableError(
+          codes.NAME,
+          `${label(className, String(id))}: class ${className} is not known to this host; call host.get(${className}, …) once, or export it from the shard module`,
+        );
+      }
+      const binding = this.#bind(Class);
+      checkId(binding.name, id);
+      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE } };
+      const real = args.map((a) => (isSocketMarker(a) ? this.#sockets.fromMarker(a) : a));
+      p = this.#call(binding, id, label(binding.name, id), method, real, caller);
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    p.then(
+      (v) => reply(true, v),
+      (err) => reply(false, err),
+    );
+  }
+
+  #shardLost(shard, err) {
+    for (const w of shard.workers.values()) w.lost(err);
+    shard.workers.clear();
+    this.emit('shardLost', err, { shard: shard.index });
   }
 
   /** One worker's entry in the catalog's alarm index, as its state uses it. */
@@ -324,7 +414,7 @@ class Host extends EventEmitter {
 
   #materialize(key, binding, id) {
     const slot = this.#nextSlot++;
-    const w = new LiveWorker(this.#inner, binding, id, key, slot);
+    const w = binding.remote ? new RemoteWorker(this.#inner, binding, id, key, slot) : new LiveWorker(this.#inner, binding, id, key, slot);
     this.#live.set(key, w);
     this.#slots.set(slot, w);
     this.#counts.materialized++;
@@ -378,7 +468,7 @@ class Host extends EventEmitter {
     if (typeof Class !== 'function' || !(Class.prototype instanceof DurableWorker)) {
       throw new DurableError(codes.NAME, `${describe(Class)} is not a class extending DurableWorker`);
     }
-    const name = Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
+    const name = nameOf(Class);
     if (typeof name !== 'string' || !NAME.test(name)) {
       throw new DurableError(
         codes.NAME,
@@ -391,7 +481,7 @@ class Host extends EventEmitter {
     }
     const collections = declaredCollections(Class, name);
     this.#native.declare(name, nativeSpec(collections));
-    b = { Class, name, methods: callableMethods(Class), collections };
+    b = { Class, name, methods: callableMethods(Class), collections, remote: this.#sharded.has(Class) };
     this.#bindings.set(Class, b);
     this.#names.set(name, Class);
     return b;
@@ -448,6 +538,10 @@ class WorkerContext {
   get(Class, id) {
     return this.#host.get(Class, id);
   }
+}
+
+function nameOf(Class) {
+  return Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
 }
 
 function keyOf(name, id) {

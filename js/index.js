@@ -1,7 +1,6 @@
 'use strict';
 // durable-workers: classes whose instances are addressed by id, each with its
 // own SQLite file, resident state read synchronously, and an output gate.
-const { NativeHost } = require('./native');
 const { Host } = require('./host');
 const { DurableWorker } = require('./worker');
 const { DurableError, codes, fromNative } = require('./errors');
@@ -17,6 +16,9 @@ const { Commits } = require('./commits');
  */
 async function open(options) {
   const o = validate(options);
+  // Loaded here, not at require: a shard thread requires this package for
+  // DurableWorker and must never load the storage core.
+  const { NativeHost } = require('./native');
   const commits = new Commits();
   let native;
   try {

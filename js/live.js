@@ -323,4 +323,4 @@ class LiveWorker {
   }
 }
 
-module.exports = { LiveWorker };
+module.exports = { LiveWorker, waitAtMost, ORDER_WAIT_MS };

@@ -15,6 +15,8 @@
 // here, from the exact text of a message, without materializing anything.
 const { DurableError, codes } = require('./errors');
 const { TAG_V8, encode, decode } = require('./codec');
+const { Buffer } = require('node:buffer');
+const { SOCKET, isSocketMarker, serializeError } = require('./shards/protocol');
 
 const MAX_ATTACHMENT = 16 * 1024;
 const MAX_TAGS = 10;
@@ -79,11 +81,14 @@ class SocketRegistry {
   #byWs = new WeakMap();
   /** @type {Map<string, { request: string, response: string }>} */
   #auto = new Map();
+  /** @type {Map<number, object>} socket number → record: how a shard names a socket */
+  #bySid = new Map();
+  #nextSid = 1;
   #face;
   autoResponses = 0;
 
   /**
-   * @param {{ deliver(key: string, binding: object, id: string, run: (instance: object) => unknown): void,
+   * @param {{ deliver(key: string, binding: object, id: string, run: (instance: object) => unknown, desc: object): void,
    *           gateOf(key: string): Promise<void> | null }} face the host's side
    */
   constructor(face) {
@@ -103,9 +108,10 @@ class SocketRegistry {
     let r = this.#byWs.get(v);
     if (r === undefined) {
       const handle = new WebSocketHandle();
-      r = { registry: this, ws: v, handle, key: null, binding: null, id: null, who: null, tags: [], attachment: null, chain: null };
+      r = { registry: this, ws: v, handle, sid: this.#nextSid++, key: null, binding: null, id: null, who: null, tags: [], attachment: null, chain: null };
       records.set(handle, r);
       this.#byWs.set(v, r);
+      this.#bySid.set(r.sid, r);
     }
     return r.handle;
   }
@@ -130,7 +136,7 @@ class SocketRegistry {
     const ws = r.ws;
     ws.on('message', (data, isBinary) => this.#message(r, typeof data === 'string' || isBinary ? data : data.toString()));
     ws.on('close', (code, reason) => this.#closed(r, code, reason === undefined ? '' : String(reason)));
-    ws.on('error', (err) => this.#event(r, (w) => w.webSocketError?.(r.handle, err)));
+    ws.on('error', (err) => this.#event(r, (w) => w.webSocketError?.(r.handle, err), { type: 'error', error: serializeError(err) }));
     return handle;
   }
 
@@ -191,6 +197,49 @@ class SocketRegistry {
     }
   }
 
+  // --- for workers on shards ----------------------------------------------
+
+  /** A socket (raw or handle) as a shard names it, with what a shard mirrors; undefined for anything else. */
+  markerOf(v) {
+    if (!(v instanceof WebSocketHandle) && !isSocket(v)) return undefined;
+    const r = records.get(this.handleFor(v));
+    return {
+      [SOCKET]: { sid: r.sid, key: r.key, who: r.who, tags: [...r.tags], attachment: r.attachment, readyState: r.ws.readyState },
+    };
+  }
+
+  /** The handle a shard's marker names. */
+  fromMarker(m) {
+    const r = isSocketMarker(m) ? this.#bySid.get(m[SOCKET].sid) : undefined;
+    if (r === undefined) throw new DurableError(codes.CLOSED, 'a socket passed from a shard is no longer held by the host');
+    return r.handle;
+  }
+
+  /** Every open socket accepted for `key`, as markers: a worker starting on a shard mirrors them. */
+  snapshot(key) {
+    return [...(this.#byWorker.get(key) ?? [])].map((r) => this.markerOf(r.handle));
+  }
+
+  /** What a shard asks of a socket: accept, send (already gated there), close, attach, auto-response. */
+  fromShard(worker, msg) {
+    if (msg.op === 'socketAuto') return this.setAutoResponse(msg.key, msg.key, msg.pair);
+    const r = this.#bySid.get(msg.sid);
+    if (r === undefined) return;
+    switch (msg.op) {
+      case 'socketAccept':
+        if (r.key === null && worker !== undefined) this.accept(worker, r.handle, msg.tags);
+        return;
+      case 'socketSend':
+        if (r.ws.readyState === 1) r.ws.send(msg.data);
+        return;
+      case 'socketClose':
+        return r.ws.close(msg.code, msg.reason);
+      case 'socketAttach':
+        r.attachment = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
+        return;
+    }
+  }
+
   #message(r, data) {
     const auto = this.#auto.get(r.key);
     if (auto !== undefined && data === auto.request) {
@@ -198,7 +247,7 @@ class SocketRegistry {
       r.ws.send(auto.response);
       return;
     }
-    this.#event(r, (w) => w.webSocketMessage?.(r.handle, data));
+    this.#event(r, (w) => w.webSocketMessage?.(r.handle, data), { type: 'message', data });
   }
 
   #closed(r, code, reason) {
@@ -207,11 +256,15 @@ class SocketRegistry {
       set.delete(r);
       if (set.size === 0) this.#byWorker.delete(r.key);
     }
-    this.#event(r, (w) => w.webSocketClose?.(r.handle, code, reason, code !== 1006));
+    this.#bySid.delete(r.sid);
+    this.#event(r, (w) => w.webSocketClose?.(r.handle, code, reason, code !== 1006), { type: 'close', code, reason, wasClean: code !== 1006 });
   }
 
-  #event(r, run) {
-    if (r.key !== null) this.#face.deliver(r.key, r.binding, r.id, run);
+  /** Delivers an event: as a function of the instance on this thread, as a description to a shard. */
+  #event(r, run, desc) {
+    if (r.key === null) return;
+    const d = { ...desc, socket: this.markerOf(r.handle) };
+    this.#face.deliver(r.key, r.binding, r.id, run, d);
   }
 }
 

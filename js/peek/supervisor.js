@@ -18,7 +18,8 @@ function scanManifests(dir) {
   const problems = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     let file = null;
-    if (entry.isDirectory() && !entry.name.startsWith('.')) {
+    const isDir = entry.isDirectory() || (entry.isSymbolicLink() && fs.statSync(path.join(dir, entry.name), { throwIfNoEntry: false })?.isDirectory());
+    if (isDir && !entry.name.startsWith('.')) {
       const f = path.join(dir, entry.name, 'manifest.json');
       if (fs.existsSync(f)) file = f;
     } else if (entry.isFile() && entry.name.endsWith('.json') && entry.name !== 'package.json') {

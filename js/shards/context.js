@@ -1,0 +1,300 @@
+'use strict';
+// What a worker running on a shard sees as `this.ctx`: calls to other workers
+// and WebSockets, both of which really live on the host thread.
+//
+// Sockets are mirrored: the shard keeps each accepted socket's tags,
+// attachment and ready state, so `getWebSockets()`, `getTags()` and
+// `deserializeAttachment()` stay synchronous, and tells the host of every
+// change, so the mirror can be rebuilt on any shard the worker moves to. A
+// send is output, gated on the owning worker's writes here, in the shard, then
+// handed to the host, which sends it at once.
+const { DurableError, codes } = require('../errors');
+const { TAG_V8, encode, decode, clone, isPrimitive } = require('../codec');
+const { current } = require('../chain');
+const { makeStub } = require('../stub');
+const { label } = require('../errors');
+const { DurableWorker } = require('../worker');
+const { SOCKET, isSocketMarker, deserializeError } = require('./protocol');
+
+const MAX_ATTACHMENT = 16 * 1024;
+const MAX_TAGS = 10;
+const MAX_TAG = 256;
+const OPEN = 1;
+const CLOSED = 3;
+
+/** @type {WeakMap<ProxySocket, object>} */
+const records = new WeakMap();
+
+class ProxySocket {
+  /** Sends once the owning worker's writes so far have committed. */
+  send(data) {
+    const r = records.get(this);
+    r.mirror.send(r, data);
+  }
+
+  close(code, reason) {
+    const r = records.get(this);
+    r.mirror.post({ op: 'socketClose', sid: r.sid, code, reason });
+  }
+
+  get readyState() {
+    return records.get(this).readyState;
+  }
+
+  /** Keeps a structured clone of `value` with the socket (≤ 16 KiB encoded); survives eviction. */
+  serializeAttachment(value) {
+    const r = records.get(this);
+    const who = r.who ?? 'a socket';
+    const bytes = encode(value, () => `${who}: the attachment`);
+    if (bytes.length > MAX_ATTACHMENT) {
+      throw new DurableError(
+        codes.STATE_TOO_LARGE,
+        `${who}: an attachment may be at most ${MAX_ATTACHMENT} bytes encoded (16 KiB), got ${bytes.length}`,
+      );
+    }
+    r.attachment = bytes;
+    r.mirror.post({ op: 'socketAttach', sid: r.sid, bytes });
+  }
+
+  /** The attachment, or null. */
+  deserializeAttachment() {
+    const r = records.get(this);
+    return r.attachment === null ? null : decode(TAG_V8, r.attachment, () => r.who ?? 'a socket');
+  }
+}
+
+/** The shard's mirror of the host's sockets. */
+class SocketMirror {
+  /** @type {Map<number, object>} socket number → record */
+  #bySid = new Map();
+  /** @type {Map<string, Set<object>>} worker key → its accepted sockets */
+  #byKey = new Map();
+  #ownerGate;
+
+  /**
+   * @param {(msg: object) => void} post to the host
+   * @param {(key: string) => Promise<void> | null} ownerGate the owning worker's flush, if it runs here
+   */
+  constructor(post, ownerGate) {
+    this.post = post;
+    this.#ownerGate = ownerGate;
+  }
+
+  /** The proxy for a socket the host described (in a call's arguments or a worker's start). */
+  fromMarker(m) {
+    const d = m[SOCKET];
+    let r = this.#bySid.get(d.sid);
+    if (r === undefined) {
+      const handle = new ProxySocket();
+      r = { mirror: this, sid: d.sid, handle, key: null, who: null, tags: [], attachment: null, readyState: OPEN, chain: null };
+      records.set(handle, r);
+      this.#bySid.set(d.sid, r);
+    }
+    if (d.tags !== undefined) r.tags = d.tags;
+    if (d.attachment !== undefined) r.attachment = d.attachment;
+    if (d.readyState !== undefined) r.readyState = d.readyState;
+    if (d.key !== undefined && d.key !== null && r.key === null) this.#own(r, d.key, d.who);
+    return r.handle;
+  }
+
+  /** A socket's marker, to send it to the host. */
+  toMarker(handle) {
+    return { [SOCKET]: { sid: records.get(handle).sid } };
+  }
+
+  /** A worker starts here: its sockets as the host holds them. */
+  load(key, list) {
+    for (const m of list) this.fromMarker(m);
+    void key;
+  }
+
+  /** A worker left this shard: forget its sockets. */
+  drop(key) {
+    for (const r of this.#byKey.get(key) ?? []) this.#bySid.delete(r.sid);
+    this.#byKey.delete(key);
+  }
+
+  /** `ctx.acceptWebSocket` for `worker`. */
+  accept(worker, ws, tags = []) {
+    if (!(ws instanceof ProxySocket)) {
+      throw new TypeError(`${worker.who}: acceptWebSocket(ws) takes the socket handle the worker was given`);
+    }
+    if (!Array.isArray(tags) || tags.length > MAX_TAGS || tags.some((t) => typeof t !== 'string' || t.length > MAX_TAG)) {
+      throw new DurableError(codes.NAME, `${worker.who}: tags are at most ${MAX_TAGS} strings of at most ${MAX_TAG} characters`);
+    }
+    const r = records.get(ws);
+    if (r.key !== null) throw new DurableError(codes.NAME, `${worker.who}: this socket was already accepted by ${r.who}`);
+    r.tags = [...tags];
+    this.#own(r, worker.key, worker.who);
+    this.post({ op: 'socketAccept', key: worker.key, sid: r.sid, tags: r.tags });
+    return ws;
+  }
+
+  list(key, tag) {
+    const out = [];
+    for (const r of this.#byKey.get(key) ?? []) if (tag === undefined || r.tags.includes(tag)) out.push(r.handle);
+    return out;
+  }
+
+  tags(ws) {
+    const r = ws instanceof ProxySocket ? records.get(ws) : undefined;
+    return r ? [...r.tags] : [];
+  }
+
+  setAutoResponse(key, who, pair) {
+    if (pair !== null && pair !== undefined && (typeof pair.request !== 'string' || typeof pair.response !== 'string')) {
+      throw new TypeError(`${who}: setWebSocketAutoResponse takes { request, response } strings, or null`);
+    }
+    this.post({ op: 'socketAuto', key, pair: pair ?? null });
+  }
+
+  /** A gated send, in order with the socket's earlier sends. */
+  send(r, data) {
+    const gate = r.key === null ? null : this.#ownerGate(r.key);
+    if (gate === null && r.chain === null) {
+      this.post({ op: 'socketSend', sid: r.sid, data });
+      return;
+    }
+    const chain = (r.chain ?? Promise.resolve())
+      .then(() => gate)
+      .then(
+        () => this.post({ op: 'socketSend', sid: r.sid, data }),
+        () => {}, // the commit failed: what it would have announced is not sent
+      );
+    r.chain = chain;
+    chain.then(() => {
+      if (r.chain === chain) r.chain = null;
+    });
+  }
+
+  /**
+   * The handle and arguments for a socket event the host delivered.
+   * @returns {(instance: object) => unknown}
+   */
+  event(desc) {
+    const ws = this.fromMarker(desc.socket);
+    const r = records.get(ws);
+    switch (desc.type) {
+      case 'message':
+        return (w) => w.webSocketMessage?.(ws, desc.data);
+      case 'close': {
+        r.readyState = CLOSED;
+        this.#byKey.get(r.key)?.delete(r);
+        return (w) => w.webSocketClose?.(ws, desc.code, desc.reason, desc.wasClean);
+      }
+      default: {
+        const err = deserializeError(desc.error);
+        return (w) => w.webSocketError?.(ws, err);
+      }
+    }
+  }
+
+  #own(r, key, who) {
+    r.key = key;
+    r.who = who ?? null;
+    let set = this.#byKey.get(key);
+    if (set === undefined) this.#byKey.set(key, (set = new Set()));
+    set.add(r);
+  }
+}
+
+/** The name a class is known by on disk and to the host. */
+function nameOf(Class) {
+  if (typeof Class !== 'function' || !(Class.prototype instanceof DurableWorker)) {
+    throw new DurableError(codes.NAME, `${Class?.name ?? String(Class)} is not a class extending DurableWorker`);
+  }
+  return Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
+}
+
+/**
+ * Calls from shard code to any worker: checked and queued by the host, after
+ * the calling worker's writes so far have committed.
+ */
+class Outgoing {
+  #post;
+  #mirror;
+  #next = 1;
+  /** @type {Map<number, { resolve: Function, reject: Function }>} */
+  #waiting = new Map();
+
+  constructor(post, mirror) {
+    this.#post = post;
+    this.#mirror = mirror;
+  }
+
+  call(className, id, method, args) {
+    const caller = current();
+    let wire;
+    try {
+      wire = args.map((a) =>
+        a instanceof ProxySocket ? this.#mirror.toMarker(a) : isPrimitive(a) ? a : clone(a, () => `${label(className, String(id))}: the arguments of ${method}() cannot be sent`),
+      );
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys };
+    const send = () =>
+      new Promise((resolve, reject) => {
+        const cid = this.#next++;
+        this.#waiting.set(cid, { resolve, reject });
+        this.#post({ op: 'call', cid, className, id, method, args: wire, frame });
+      });
+    const gate = caller === undefined ? null : caller.worker.state.flush();
+    return gate === null ? send() : gate.then(send);
+  }
+
+  /** The host's answer to call `cid`. */
+  settle({ cid, ok, value, error }) {
+    const w = this.#waiting.get(cid);
+    if (w === undefined) return;
+    this.#waiting.delete(cid);
+    if (ok) w.resolve(revive(value, this.#mirror));
+    else w.reject(deserializeError(error));
+  }
+}
+
+/** Turns socket markers in a value that crossed back into proxies (top level only, as arguments are). */
+function revive(value, mirror) {
+  return isSocketMarker(value) ? mirror.fromMarker(value) : value;
+}
+
+/** `this.ctx` of a worker on a shard. */
+class ShardContext {
+  #worker;
+  #mirror;
+  #outgoing;
+
+  constructor(worker, mirror, outgoing) {
+    this.#worker = worker;
+    this.#mirror = mirror;
+    this.#outgoing = outgoing;
+  }
+
+  get id() {
+    return this.#worker.id;
+  }
+
+  /** A stub for another worker; calls through it carry this call's chain. */
+  get(Class, id) {
+    const name = nameOf(Class);
+    return makeStub((method, args) => this.#outgoing.call(name, id, method, args), label(name, String(id)));
+  }
+
+  acceptWebSocket(ws, tags) {
+    return this.#mirror.accept(this.#worker, ws, tags);
+  }
+
+  getWebSockets(tag) {
+    return this.#mirror.list(this.#worker.key, tag);
+  }
+
+  getTags(ws) {
+    return this.#mirror.tags(ws);
+  }
+
+  setWebSocketAutoResponse(pair) {
+    this.#mirror.setAutoResponse(this.#worker.key, this.#worker.who, pair);
+  }
+}
+
+module.exports = { ShardContext, SocketMirror, Outgoing, ProxySocket, nameOf, revive };

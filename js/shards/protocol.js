@@ -1,0 +1,81 @@
+'use strict';
+// What crosses between the host thread and a shard: errors as plain data, and
+// where a worker lives.
+//
+// Messages are structured clones, and a structured clone of an Error keeps its
+// message and stack but drops its own properties, `code` first among them. An
+// error a method throws must reach its caller as itself (a DurableError with
+// its code, a TypeError as a TypeError, a custom `status` kept), so errors
+// cross as a description and are rebuilt on the other side.
+const { DurableError } = require('../errors');
+
+const STANDARD = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+
+/**
+ * @param {unknown} err anything thrown
+ * @returns {object} a structured-cloneable description
+ */
+function serializeError(err) {
+  if (!(err instanceof Error)) {
+    try {
+      return { thrown: structuredClone(err) };
+    } catch {
+      return { thrown: String(err) };
+    }
+  }
+  const props = {};
+  for (const k of Object.keys(err)) {
+    if (k === 'cause') continue;
+    try {
+      props[k] = structuredClone(err[k]);
+    } catch {
+      // A property that cannot cross (a function, a socket) stays behind.
+    }
+  }
+  return {
+    name: err.name,
+    ctor: err.constructor?.name,
+    message: err.message,
+    stack: err.stack,
+    props,
+    cause: 'cause' in err ? serializeError(err.cause) : undefined,
+  };
+}
+
+/** Rebuilds what `serializeError` described. */
+function deserializeError(d) {
+  if ('thrown' in d) return d.thrown;
+  const code = d.props?.code;
+  let e;
+  if (typeof code === 'string' && code.startsWith('ERR_DURABLE_')) e = new DurableError(code, d.message);
+  else e = new (STANDARD[d.ctor] ?? STANDARD[d.name] ?? Error)(d.message);
+  Object.assign(e, d.props);
+  if (e.name !== d.name) Object.defineProperty(e, 'name', { value: d.name, writable: true, configurable: true });
+  if (d.stack !== undefined) e.stack = d.stack;
+  if (d.cause !== undefined) e.cause = deserializeError(d.cause);
+  return e;
+}
+
+/**
+ * The shard a worker lives on: the same for a class and id every time, so one
+ * file is only ever written from one shard. FNV-1a over the key's UTF-16 units.
+ * @param {string} key class name and id
+ * @param {number} count shards
+ */
+function shardOf(key, count) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % count;
+}
+
+/** How a WebSocket is named in a message: its number on the host, and what a shard mirrors of it. */
+const SOCKET = '__durableWorkersSocket';
+
+function isSocketMarker(v) {
+  return v !== null && typeof v === 'object' && Object.hasOwn(v, SOCKET);
+}
+
+module.exports = { serializeError, deserializeError, shardOf, SOCKET, isSocketMarker };
