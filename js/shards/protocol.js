@@ -7,6 +7,7 @@
 // error a method throws must reach its caller as itself (a DurableError with
 // its code, a TypeError as a TypeError, a custom `status` kept), so errors
 // cross as a description and are rebuilt on the other side.
+const { Buffer } = require('node:buffer');
 const { DurableError } = require('../errors');
 
 const STANDARD = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
@@ -71,6 +72,11 @@ function shardOf(key, count) {
   return h % count;
 }
 
+/** A Uint8Array that crossed a thread (structured clones drop Buffer's prototype), as a Buffer again, without a copy. */
+function buf(u8) {
+  return Buffer.isBuffer(u8) ? u8 : Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
+}
+
 /** How a WebSocket is named in a message: its number on the host, and what a shard mirrors of it. */
 const SOCKET = '__durableWorkersSocket';
 
@@ -78,4 +84,4 @@ function isSocketMarker(v) {
   return v !== null && typeof v === 'object' && Object.hasOwn(v, SOCKET);
 }
 
-module.exports = { serializeError, deserializeError, shardOf, SOCKET, isSocketMarker };
+module.exports = { serializeError, deserializeError, shardOf, SOCKET, isSocketMarker, buf };

@@ -14,20 +14,14 @@
 // Status, and what comes next: 'live' → 'failed' (its start or a commit
 // failed on the shard; queued calls are refused, then it closes) or
 // 'closing' → 'closed'. A lost shard is not a status: the next entry moves.
-const { Buffer } = require('node:buffer');
 const { Mailbox } = require('../mailbox');
 const { DurableError, codes, fromNative, label } = require('../errors');
 const { waitAtMost, ORDER_WAIT_MS } = require('../live');
-const { serializeError, deserializeError, isSocketMarker } = require('./protocol');
+const { serializeError, deserializeError, buf } = require('./protocol');
 
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null, backfill: [] });
 /** No gate on this thread: the shard gates its own output. */
 const NO_GATE = Object.freeze({ flush: () => null });
-
-/** A Uint8Array that crossed a thread boundary, as a Buffer again (no copy). */
-function buf(u8) {
-  return Buffer.isBuffer(u8) ? u8 : Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
-}
 
 function docsBuffers(d) {
   if (d === undefined || d === null) return d;
@@ -303,4 +297,4 @@ class RemoteWorker {
   }
 }
 
-module.exports = { RemoteWorker, NO_GATE, buf, isSocketMarker };
+module.exports = { RemoteWorker, NO_GATE };

@@ -17,7 +17,7 @@ const { Commits } = require('../commits');
 const { DurableWorker, callableMethods } = require('../worker');
 const { declaredCollections } = require('../schema');
 const { label } = require('../errors');
-const { serializeError, deserializeError } = require('./protocol');
+const { serializeError, deserializeError, buf } = require('./protocol');
 const { ShardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 
 const post = (msg) => parentPort.postMessage(msg);
@@ -47,12 +47,12 @@ function storageFor(key) {
   return {
     // The host answers a load for a worker with no file with an empty page.
     exists: () => true,
-    load: () => rpc(key, 'load', []),
+    load: () => rpc(key, 'load', []).then((page) => ({ ...page, values: page.values.map(buf) })),
     register: () => rpc(key, 'register', []),
     write: (cid, changes) => post({ op: 'write', key, cid, changes }),
     close: (cid) => post({ op: 'closeFile', key, cid }),
     destroy: () => rpc(key, 'destroy', []),
-    query: (q) => rpc(key, 'query', [q]),
+    query: (q) => rpc(key, 'query', [q]).then((r) => ({ ...r, docs: r.docs.map(buf) })),
     backfill: (...args) => rpc(key, 'backfill', args),
   };
 }
