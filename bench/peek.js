@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+'use strict';
+// Fork per run: what a no-op Peek worker run costs on the Node adapter, cold
+// (a process forked when the run asks) and with a warm spare (forked ahead,
+// booted, nothing of any worker imported). Prints runs/s, the p50 added
+// latency (run() wall time minus the entry's own time), and where the time
+// goes at p50: fork (spawn to the child's first instruction), bootstrap (to
+// 'ready': loader hooks registered), import (the worker module), run (the
+// entry), exit (SIGKILL to exit). Bounded to about 20 s.
+//
+//   node bench/peek.js [--runs N] [--json]
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { nodeAdapter, createWorkerHost } = require('../js/peek');
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, json: { type: 'boolean' } } });
+const RUNS = Number(values.runs);
+const BUDGET_MS = 6000; // per mode; three modes
+
+const p50 = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[s.length >> 1] : NaN;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function noopWorker() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peek-bench-'));
+  fs.writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }');
+  fs.writeFileSync(path.join(dir, 'worker.js'), 'export default async () => null;\n');
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ name: 'noop', worker: { url: 'worker.js' } }));
+  return { dir, manifest: path.join(dir, 'manifest.json') };
+}
+
+/** Runs the no-op worker; `pause` ms between runs lets the spare finish booting. */
+async function mode(name, { warm, pause }, manifest) {
+  const adapter = nodeAdapter({ warm, log: () => {} });
+  const realms = [];
+  const open = adapter.openRealm;
+  adapter.openRealm = async (...args) => {
+    const realm = await open(...args);
+    realms.push(realm);
+    return realm;
+  };
+  const host = createWorkerHost({ adapter });
+  if (warm) {
+    // Let the first spare boot: the steady state of a supervisor.
+    await host.run(manifest, { kind: 'command', name: 'warmup', params: null });
+    await sleep(300);
+    realms.length = 0;
+  }
+  const rows = [];
+  let busy = 0;
+  const end = Date.now() + BUDGET_MS;
+  for (let i = 0; i < RUNS && Date.now() < end; i++) {
+    if (pause) await sleep(pause);
+    const t0 = performance.timeOrigin + performance.now();
+    const r = await host.run(manifest, { kind: 'command', name: 'bench', params: null });
+    const t1 = performance.timeOrigin + performance.now();
+    if (!r.ok) throw r.error;
+    busy += t1 - t0;
+    const tm = realms[realms.length - 1].timing;
+    const own = tm.runEnd - tm.runStart;
+    rows.push({
+      added: t1 - t0 - own,
+      // Cold: the whole fork and boot lie inside the run; warm: before it.
+      fork: Math.max(0, tm.childOrigin - Math.max(tm.forkAt, t0)),
+      bootstrap: Math.max(0, tm.readyAt - Math.max(tm.childOrigin, t0)),
+      import: tm.importEnd - tm.importStart,
+      run: own,
+      exit: tm.exitAt - tm.killAt,
+    });
+  }
+  await host.close();
+  await adapter.close();
+  const stat = (k) => Math.round(p50(rows.map((r) => r[k])) * 10) / 10;
+  return {
+    mode: name,
+    runs: rows.length,
+    runsPerSecond: Math.round((rows.length / busy) * 1000 * 10) / 10,
+    p50AddedMs: stat('added'),
+    breakdownP50Ms: { fork: stat('fork'), bootstrap: stat('bootstrap'), import: stat('import'), run: stat('run'), exit: stat('exit') },
+  };
+}
+
+async function main() {
+  const { dir, manifest } = noopWorker();
+  try {
+    const results = [
+      await mode('cold (fork when the run asks)', { warm: false, pause: 0 }, manifest),
+      await mode('warm spare, ready (runs 150 ms apart)', { warm: true, pause: 150 }, manifest),
+      await mode('warm spare, back to back', { warm: true, pause: 0 }, manifest),
+    ];
+    if (values.json) {
+      console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }, null, 2));
+      return;
+    }
+    console.log(`Peek fork-per-run, no-op worker (Node ${process.version}, ${os.cpus().length} cpus)`);
+    for (const r of results) {
+      const b = r.breakdownP50Ms;
+      console.log(
+        `${r.mode.padEnd(40)} ${String(r.runsPerSecond).padStart(6)} runs/s  p50 added ${String(r.p50AddedMs).padStart(6)} ms  ` +
+          `(fork ${b.fork}, bootstrap ${b.bootstrap}, import ${b.import}, run ${b.run}, exit ${b.exit})  n=${r.runs}`,
+      );
+    }
+    console.log('runs/s counts time inside run() only; "added" is run() wall time minus the entry\'s own.');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
