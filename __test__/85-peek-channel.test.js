@@ -68,6 +68,16 @@ async function hub(t) {
   return h;
 }
 
+/** A supervisor in this process on the in-process bus; closed at teardown. Returns its adapter. */
+async function inProcess(t, dir, workers) {
+  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: () => {} });
+  const host = createWorkerHost({ adapter });
+  const supervisor = createSupervisor({ dir: workers, adapter, host });
+  await supervisor.start();
+  t.teardown(() => supervisor.close());
+  return adapter;
+}
+
 test.serial('peek serve over a WebSocket hub: commands run, results reach resultTopic, and a dropped connection is remade', async (t) => {
   const dir = tmpDir(t);
   const workers = path.join(dir, 'workers');
@@ -105,11 +115,7 @@ test.serial('without a URL the supervisor uses the in-process bus: same commands
   const dir = tmpDir(t);
   const workers = path.join(dir, 'workers');
   install(workers, 'doubler', ANSWERS, { capabilities: { pubsub: {} } });
-  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: () => {} });
-  const host = createWorkerHost({ adapter });
-  const supervisor = createSupervisor({ dir: workers, adapter, host });
-  await supervisor.start();
-  t.teardown(() => supervisor.close());
+  const adapter = await inProcess(t, dir, workers);
   const heard = [];
   const client = await adapter.openChannel({ topics: ['out-*'] }, (m) => heard.push(m));
   t.teardown(() => client.close());
@@ -129,11 +135,7 @@ test.serial('a wake topic the manifest subscribes to runs the worker with a wake
   const dir = tmpDir(t);
   const workers = path.join(dir, 'workers');
   install(workers, 'listener', 'export default async (api, ctx) => { await api.publish("heard", ctx.trigger); };', { capabilities: { pubsub: { subscribe: ['news'] } } });
-  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: () => {} });
-  const host = createWorkerHost({ adapter });
-  const supervisor = createSupervisor({ dir: workers, adapter, host });
-  await supervisor.start();
-  t.teardown(() => supervisor.close());
+  const adapter = await inProcess(t, dir, workers);
   const heard = [];
   const client = await adapter.openChannel({ topics: ['heard'] }, (m) => heard.push(m));
   await client.publish('news', { headline: 'x' });
