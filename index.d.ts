@@ -65,7 +65,8 @@ export const codes: Readonly<{
 export class DurableError extends Error {
   constructor(code: DurableErrorCode, message: string, options?: { cause?: unknown });
   readonly name: 'DurableError';
-  readonly code: DurableErrorCode;
+  /** A durable-workers code, or an `ERR_PEEK_*` code from `durable-workers/peek`. */
+  readonly code: DurableErrorCode | import('./peek').PeekErrorCode;
 }
 
 /** Why a worker's `stop()` hook runs. */

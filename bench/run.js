@@ -313,6 +313,8 @@ async function main() {
   };
   const alarms = script('alarms.js', ['--workers', flags.quick ? '1000' : '10000']);
   const sockets = script('sockets.js', flags.quick ? ['--sockets', '1000', '--rooms', '100', '--active', '20', '--seconds', '1'] : []);
+  const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
+  const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -342,7 +344,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(alarms, '', sockets, '');
+  lines.push(alarms, '', sockets, '', collections, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));
