@@ -19,6 +19,30 @@ export interface OpenOptions {
    * `'relaxed'`: commits survive a process crash, not a power loss.
    */
   durability?: 'full' | 'relaxed';
+  /** Run the worker classes `module` exports on worker threads; storage stays on this thread. */
+  shards?: ShardOptions;
+}
+
+/** Options of `open({ shards })`. */
+export interface ShardOptions {
+  /** Worker threads. A worker always runs on the same one (a hash of its class and id). */
+  count: number;
+  /** Path of the module exporting the classes to run on shards (resolved from the working directory). */
+  module: string;
+  /** Heap ceiling of each shard, in MiB; a shard that exceeds it is lost. */
+  memoryMb?: number;
+  /** Heartbeat period while a shard has work in flight. Default 1000. */
+  heartbeatMs?: number;
+  /** Heartbeats in a row without an answer that end a shard. Default 3. */
+  missedHeartbeats?: number;
+  /** How long a new shard has to load the module and report ready. Default 30000. */
+  startTimeoutMs?: number;
+}
+
+/** What `'shardLost'` receives besides the error. */
+export interface ShardLostEvent {
+  /** The shard's index, 0 … count-1. */
+  shard: number;
 }
 
 /** Opens (creating if needed) a durable directory and takes ownership of it. */
@@ -340,5 +364,7 @@ export interface Host extends EventEmitter {
   close(): Promise<void>;
   on(event: 'evicted', listener: (event: EvictedEvent) => void): this;
   on(event: 'alarmFailed', listener: (err: unknown, event: AlarmFailedEvent) => void): this;
+  /** A shard ended (a throw outside a call, out of memory, missed heartbeats): its in-flight calls rejected with ERR_DURABLE_SHARD_LOST. */
+  on(event: 'shardLost', listener: (err: DurableError, event: ShardLostEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }

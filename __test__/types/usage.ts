@@ -126,3 +126,10 @@ void Untyped;
 // @ts-expect-error a document's declared field must match the document type
 async function badPut(w: Orders): Promise<void> { w.state.collection<Order>('orders').put('x', { status: 'lost', placedAt: new Date(), total: 1 }); }
 void badPut;
+
+async function sharded(): Promise<void> {
+  const host = await open({ dir: './.data', shards: { count: 2, module: './workers.js', memoryMb: 256, heartbeatMs: 500 } });
+  host.on('shardLost', (err, { shard }) => console.log(err.code, shard));
+  await host.close();
+}
+void sharded;
