@@ -315,6 +315,7 @@ async function main() {
   const sockets = script('sockets.js', flags.quick ? ['--sockets', '1000', '--rooms', '100', '--active', '20', '--seconds', '1'] : []);
   const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
+  const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -344,7 +345,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(alarms, '', sockets, '', collections, '', peek, '');
+  lines.push(alarms, '', sockets, '', collections, '', shards, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

@@ -17,7 +17,7 @@ const { runLoad, CALLS_PER_JOURNEY } = require('./load');
 /** Relative to the current directory; emptied at the start of every run. */
 const DATA_DIR = '.data/shop';
 
-const USAGE = `Usage: node examples/shop/run.js [--customers N] [--seconds S] [--journeys J]
+const USAGE = `Usage: node examples/shop/run.js [--customers N] [--seconds S] [--journeys J] [--shards K]
 
 Runs the shop example: an HTTP server over durable workers (one Cart per
 customer, one Inventory per product) with N customers shopping at once, each
@@ -27,6 +27,7 @@ under ./.data/shop in the current directory, which is removed first.
   --customers N   customers shopping at once (default 32)
   --seconds S     how long to run (default 10)
   --journeys J    run exactly J journeys instead of for a time
+  --shards K      run Cart and Inventory on K worker threads (default: none)
   -h, --help      this text`;
 
 /** Reads a flag as a positive number, or says which flag is wrong and why. */
@@ -50,6 +51,7 @@ function parse(argv) {
         customers: { type: 'string' },
         seconds: { type: 'string' },
         journeys: { type: 'string' },
+        shards: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -61,6 +63,7 @@ function parse(argv) {
     customers: values.customers === undefined ? 32 : positive('customers', values.customers, { integer: true }),
     seconds: values.seconds === undefined ? 10 : positive('seconds', values.seconds, { integer: false }),
     journeys: values.journeys === undefined ? undefined : positive('journeys', values.journeys, { integer: true }),
+    shards: values.shards === undefined ? undefined : positive('shards', values.shards, { integer: true }),
   };
 }
 
@@ -77,7 +80,9 @@ async function main() {
   fs.rmSync(dir, { recursive: true, force: true });
   console.log(`${existed ? 'Removed' : 'Using'} ${shown} so this run starts fresh (one SQLite file per worker, every commit synced).`);
 
-  const server = await startServer({ dir });
+  // With --shards the classes of cart.js run on worker threads; storage stays here.
+  const shards = opts.shards === undefined ? undefined : { count: opts.shards, module: require.resolve('./cart') };
+  const server = await startServer({ dir, shards });
   let result;
   try {
     const what = opts.journeys === undefined ? `for ${opts.seconds} s` : `for ${opts.journeys} journeys`;

@@ -110,7 +110,6 @@ class RemoteWorker {
     if (e.kind === 'call') {
       const cid = this.#nextCid++;
       this.#results.set(cid, { resolve: e.resolve, reject: e.reject });
-      shard.hold();
       Object.assign(wire, {
         cid,
         method: e.method,
@@ -120,7 +119,8 @@ class RemoteWorker {
     } else if (e.kind === 'event') {
       wire.desc = e.desc;
     }
-    await this.#send(shard, wire);
+    // A call holds the shard twice: until its code has run, and until its result is back.
+    await this.#send(shard, wire, e.kind === 'call' ? 2 : 1);
     if (e.kind === 'alarm') {
       e.started();
       e.resolve();
@@ -128,11 +128,10 @@ class RemoteWorker {
   }
 
   /** Sends one entry and waits until its code has run, or the shard is lost. */
-  #send(shard, wire) {
+  #send(shard, wire, holds = 1) {
     const msg = { op: 'entry', key: this.key, className: this.binding.name, id: this.id, fresh: this.#fresh, entry: wire };
     if (this.#fresh) msg.sockets = this.host.sockets.snapshot(this.key);
     this.#fresh = false;
-    shard.hold();
     return new Promise((resolve) => {
       this.#inflight = (outcome) => {
         this.#inflight = null;
@@ -140,6 +139,9 @@ class RemoteWorker {
         resolve(outcome);
       };
       shard.post(msg);
+      // After the entry: the watchdog's first heartbeat queues behind it, so
+      // an entry that never yields has already missed one when it is due.
+      for (let i = 0; i < holds; i++) shard.hold();
     });
   }
 
