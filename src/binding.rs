@@ -175,6 +175,18 @@ pub struct Alarms {
     pub deletes: Vec<String>,
 }
 
+/// What a directory holds, from its catalog (see `NativeHost.summary`).
+#[napi(object)]
+pub struct Summary {
+    /// Class names, sorted, and their worker counts, in parallel.
+    pub classes: Vec<String>,
+    pub workers: Vec<f64>,
+    /// Indexed alarms in all.
+    pub alarm_count: f64,
+    /// The earliest indexed alarms, as parallel arrays.
+    pub alarms: DueAlarms,
+}
+
 /// Alarms due, as parallel arrays, earliest first.
 #[napi(object)]
 pub struct DueAlarms {
@@ -686,6 +698,50 @@ impl NativeHost {
             }
             out
         })
+    }
+
+    /// Workers per class and the earliest `alarms` indexed alarms, from the catalog.
+    #[napi]
+    pub fn summary<'env>(
+        &self,
+        env: &'env Env,
+        alarms: u32,
+    ) -> napi::Result<PromiseRaw<'env, Summary>> {
+        let engine = self.engine.clone();
+        promise(
+            env,
+            async move { engine.catalog(Op::Summary { alarms }).await },
+            |reply| {
+                let mut out = Summary {
+                    classes: Vec::new(),
+                    workers: Vec::new(),
+                    alarm_count: 0.0,
+                    alarms: DueAlarms {
+                        classes: Vec::new(),
+                        ids: Vec::new(),
+                        ats: Vec::new(),
+                    },
+                };
+                if let Reply::Summary {
+                    classes,
+                    alarm_count,
+                    alarms,
+                } = reply
+                {
+                    for (c, n) in classes {
+                        out.classes.push(c);
+                        out.workers.push(n as f64);
+                    }
+                    out.alarm_count = alarm_count as f64;
+                    for (c, id, at) in alarms {
+                        out.alarms.classes.push(c);
+                        out.alarms.ids.push(id);
+                        out.alarms.ats.push(at as f64);
+                    }
+                }
+                out
+            },
+        )
     }
 
     #[napi]

@@ -60,6 +60,9 @@ pub enum Op {
         now: i64,
         limit: u32,
     },
+    /// What the directory holds: workers per class, and the earliest
+    /// `alarms` indexed alarms of any class.
+    Summary { alarms: u32 },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -70,6 +73,13 @@ pub enum Reply {
     Next(Option<i64>),
     /// (class, id, at), earliest first.
     Due(Vec<(String, String, i64)>),
+    /// Workers per class (sorted by class), indexed alarms in all, and the
+    /// earliest of them as (class, id, at).
+    Summary {
+        classes: Vec<(String, i64)>,
+        alarm_count: i64,
+        alarms: Vec<(String, String, i64)>,
+    },
 }
 
 struct Job {
@@ -293,6 +303,23 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
             due.sort_by_key(|(_, _, at): &(String, String, i64)| *at);
             due.truncate(*limit as usize);
             Ok(Reply::Due(due))
+        }
+        Op::Summary { alarms } => {
+            let classes = conn
+                .prepare("SELECT class, count(*) FROM workers GROUP BY class ORDER BY class")?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let alarm_count =
+                conn.query_row("SELECT count(*) FROM alarm_index", [], |r| r.get(0))?;
+            let alarms = conn
+                .prepare("SELECT class, id, at FROM alarm_index ORDER BY at LIMIT ?1")?
+                .query_map([alarms], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(Reply::Summary {
+                classes,
+                alarm_count,
+                alarms,
+            })
         }
         Op::List {
             class,
