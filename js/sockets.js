@@ -38,6 +38,25 @@ function isSocket(v) {
   );
 }
 
+/**
+ * An attachment's bytes: a structured clone of `value`, at most 16 KiB.
+ * @param {string} who names the socket's worker in the error
+ */
+function encodeAttachment(value, who) {
+  const bytes = encode(value, () => `${who}: the attachment`);
+  if (bytes.length > MAX_ATTACHMENT) {
+    throw new DurableError(codes.STATE_TOO_LARGE, `${who}: an attachment may be at most ${MAX_ATTACHMENT} bytes encoded (16 KiB), got ${bytes.length}`);
+  }
+  return bytes;
+}
+
+/** Refuses tags that are not at most 10 strings of at most 256 characters. */
+function checkTags(who, tags) {
+  if (!Array.isArray(tags) || tags.length > MAX_TAGS || tags.some((t) => typeof t !== 'string' || t.length > MAX_TAG)) {
+    throw new DurableError(codes.NAME, `${who}: tags are at most ${MAX_TAGS} strings of at most ${MAX_TAG} characters`);
+  }
+}
+
 /** What a worker holds: the socket's handle, the same object across evictions. */
 class WebSocketHandle {
   /** Sends once the owning worker's writes so far have committed. */
@@ -57,14 +76,7 @@ class WebSocketHandle {
   /** Keeps a structured clone of `value` with the socket (≤ 16 KiB encoded); survives eviction. */
   serializeAttachment(value) {
     const r = records.get(this);
-    const bytes = encode(value, () => `${r.who ?? 'a socket'}: the attachment`);
-    if (bytes.length > MAX_ATTACHMENT) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${r.who ?? 'a socket'}: an attachment may be at most ${MAX_ATTACHMENT} bytes encoded (16 KiB), got ${bytes.length}`,
-      );
-    }
-    r.attachment = bytes;
+    r.attachment = encodeAttachment(value, r.who ?? 'a socket');
   }
 
   /** The attachment, or null. */
@@ -121,9 +133,7 @@ class SocketRegistry {
     if (!(socket instanceof WebSocketHandle) && !isSocket(socket)) {
       throw new TypeError(`${worker.who}: acceptWebSocket(ws) takes a server-side socket of the ws package (or its handle)`);
     }
-    if (!Array.isArray(tags) || tags.length > MAX_TAGS || tags.some((t) => typeof t !== 'string' || t.length > MAX_TAG)) {
-      throw new DurableError(codes.NAME, `${worker.who}: tags are at most ${MAX_TAGS} strings of at most ${MAX_TAG} characters`);
-    }
+    checkTags(worker.who, tags);
     const handle = this.handleFor(socket);
     const r = records.get(handle);
     if (r.key !== null) {
@@ -268,4 +278,4 @@ class SocketRegistry {
   }
 }
 
-module.exports = { SocketRegistry, WebSocketHandle, isSocket };
+module.exports = { SocketRegistry, WebSocketHandle, isSocket, encodeAttachment, checkTags };

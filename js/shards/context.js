@@ -9,16 +9,14 @@
 // send is output, gated on the owning worker's writes here, in the shard, then
 // handed to the host, which sends it at once.
 const { DurableError, codes } = require('../errors');
-const { TAG_V8, encode, decode, clone, isPrimitive } = require('../codec');
+const { TAG_V8, decode, clone, isPrimitive } = require('../codec');
 const { current } = require('../chain');
 const { makeStub } = require('../stub');
 const { label } = require('../errors');
 const { DurableWorker } = require('../worker');
 const { SOCKET, isSocketMarker, deserializeError } = require('./protocol');
+const { encodeAttachment, checkTags } = require('../sockets');
 
-const MAX_ATTACHMENT = 16 * 1024;
-const MAX_TAGS = 10;
-const MAX_TAG = 256;
 const OPEN = 1;
 const CLOSED = 3;
 
@@ -44,14 +42,7 @@ class ProxySocket {
   /** Keeps a structured clone of `value` with the socket (≤ 16 KiB encoded); survives eviction. */
   serializeAttachment(value) {
     const r = records.get(this);
-    const who = r.who ?? 'a socket';
-    const bytes = encode(value, () => `${who}: the attachment`);
-    if (bytes.length > MAX_ATTACHMENT) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${who}: an attachment may be at most ${MAX_ATTACHMENT} bytes encoded (16 KiB), got ${bytes.length}`,
-      );
-    }
+    const bytes = encodeAttachment(value, r.who ?? 'a socket');
     r.attachment = bytes;
     r.mirror.post({ op: 'socketAttach', sid: r.sid, bytes });
   }
@@ -103,9 +94,8 @@ class SocketMirror {
   }
 
   /** A worker starts here: its sockets as the host holds them. */
-  load(key, list) {
+  load(list) {
     for (const m of list) this.fromMarker(m);
-    void key;
   }
 
   /** A worker left this shard: forget its sockets. */
@@ -119,9 +109,7 @@ class SocketMirror {
     if (!(ws instanceof ProxySocket)) {
       throw new TypeError(`${worker.who}: acceptWebSocket(ws) takes the socket handle the worker was given`);
     }
-    if (!Array.isArray(tags) || tags.length > MAX_TAGS || tags.some((t) => typeof t !== 'string' || t.length > MAX_TAG)) {
-      throw new DurableError(codes.NAME, `${worker.who}: tags are at most ${MAX_TAGS} strings of at most ${MAX_TAG} characters`);
-    }
+    checkTags(worker.who, tags);
     const r = records.get(ws);
     if (r.key !== null) throw new DurableError(codes.NAME, `${worker.who}: this socket was already accepted by ${r.who}`);
     r.tags = [...tags];

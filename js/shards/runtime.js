@@ -99,7 +99,7 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
       post({ op: 'ran', key });
       return;
     }
-    if (sockets) mirror.load(key, sockets);
+    if (sockets) mirror.load(sockets);
     w = new LiveWorker(inner, binding, id, key, 0);
     live.set(key, w);
   }
