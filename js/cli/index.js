@@ -3,8 +3,14 @@
 //   { name, summary, help, run(args, io) → Promise<exit code> }
 // and one line in COMMANDS; nothing else changes to add one.
 // Exit codes: 0 success, 1 the command ran and failed (a failed run, a
-// failed conformance check), 2 a usage error.
-const COMMANDS = [require('./conformance'), require('./peek')];
+// failed conformance check), 2 a usage error; for commands given a durable
+// directory, 3 a process owns it (ERR_DURABLE_LOCKED) and 4 it is not one.
+// One command a line, so adding one is a one-line change.
+const COMMANDS = [
+  require('./conformance'),
+  require('./inspect'),
+  require('./peek'),
+];
 
 function overview() {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
