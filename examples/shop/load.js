@@ -38,10 +38,11 @@ const CALLS_PER_JOURNEY = 6;
  * @param {number} [options.customers=32] customers shopping at once
  * @param {number} [options.seconds=10] how long to run
  * @param {number} [options.journeys] run exactly this many journeys instead
- * @param {NodeJS.WriteStream} [options.progress=process.stderr] where a live progress line goes (TTY only)
+ * @param {(progress: Progress) => void} [options.onProgress] told how far the run is, about
+ *   four times a second and once at the end; drawing it is the caller's business
  * @returns {Promise<LoadResult>}
  */
-async function runLoad({ url, host, customers = 32, seconds = 10, journeys, progress = process.stderr }) {
+async function runLoad({ url, host, customers = 32, seconds = 10, journeys, onProgress }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: customers });
   const client = new Client(url, agent);
   const latencies = [];
@@ -67,7 +68,7 @@ async function runLoad({ url, host, customers = 32, seconds = 10, journeys, prog
     }
   }
 
-  const stopProgress = showProgress(progress, start, () => latencies.length);
+  const stopProgress = tick(onProgress, start, () => latencies.length);
   try {
     const runs = [];
     for (let i = 1; i <= customers; i++) {
@@ -183,25 +184,30 @@ function percentile(sorted, p) {
 }
 
 /**
- * Rewrites one status line a few times a second on a terminal. When the output
- * is piped or logged there is no line to rewrite, and a line per tick would be
- * noise, so it shows nothing.
- * @returns {() => void} stops it and clears the line
+ * Calls `onProgress` every 250 ms while the run lasts, and once more when it
+ * stops, so a bar ends at where the run ended.
+ * @param {((progress: Progress) => void) | undefined} onProgress
+ * @param {number} start `performance.now()` at the start
+ * @param {() => number} done journeys completed so far
+ * @returns {() => void} stops it
  */
-function showProgress(stream, start, done) {
-  if (!stream?.isTTY) return () => {};
-  const draw = () => {
-    const secs = (performance.now() - start) / 1000;
-    const n = done();
-    stream.write(`\r\x1b[K  ${secs.toFixed(1)} s  ${n.toLocaleString('en-US')} journeys  ${Math.round(n / secs).toLocaleString('en-US')} journeys/s`);
-  };
-  const timer = setInterval(draw, 250);
+function tick(onProgress, start, done) {
+  if (onProgress === undefined) return () => {};
+  const report = () => onProgress({ journeys: done(), seconds: (performance.now() - start) / 1000 });
+  const timer = setInterval(report, 250);
+  // The load's own sockets keep the process alive; the ticker must not.
   timer.unref();
   return () => {
     clearInterval(timer);
-    stream.write('\r\x1b[K');
+    report();
   };
 }
+
+/**
+ * @typedef {object} Progress
+ * @property {number} journeys journeys completed so far
+ * @property {number} seconds since the load started
+ */
 
 /**
  * @typedef {object} LoadResult

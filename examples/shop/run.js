@@ -67,6 +67,47 @@ function parse(argv) {
   };
 }
 
+/**
+ * Runs the shop once: serves it over HTTP on `dir`, has `customers` shop for
+ * `seconds` (or `journeys`), closes it, then opens `dir` again from scratch and
+ * checks that every acknowledged checkout is on disk. `npm run shop` and
+ * `durable-workers shop` are both this function with a different printer.
+ *
+ * @param {object} options
+ * @param {string} options.dir an empty or absent directory: the check counts every order in it
+ * @param {number} [options.customers=32] customers shopping at once
+ * @param {number} [options.seconds=10] how long to run
+ * @param {number} [options.journeys] run exactly this many journeys instead
+ * @param {number} [options.shards] run Cart and Inventory on this many worker threads
+ * @param {(url: string) => void} [options.onListening] the server is up, the load about to start
+ * @param {(progress: import('./load').Progress) => void} [options.onProgress] about four times a second
+ * @param {(load: import('./load').LoadResult) => void} [options.onMeasured] the load is over, the check about to start
+ * @returns {Promise<ShopResult>}
+ */
+async function runShop({ dir, customers = 32, seconds = 10, journeys, shards, onListening, onProgress, onMeasured }) {
+  // Orders from an earlier run would fail the check below for reasons that
+  // have nothing to do with this one.
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new Error(`runShop: ${dir} is not empty; the shop needs a fresh directory`);
+  // With shards the classes of cart.js run on worker threads; storage stays here.
+  const server = await startServer({ dir, shards: shards === undefined ? undefined : { count: shards, module: require.resolve('./cart') } });
+  /** @type {import('./load').LoadResult} */
+  let load;
+  try {
+    onListening?.(server.url);
+    load = await runLoad({ url: server.url, host: server.host, customers, seconds, journeys, onProgress });
+  } finally {
+    await server.close();
+  }
+  onMeasured?.(load);
+  return { load, verified: await verify(dir, load) };
+}
+
+/**
+ * @typedef {object} ShopResult
+ * @property {import('./load').LoadResult} load what the load measured
+ * @property {{ orders: number, units: number }} verified what the check found on disk
+ */
+
 async function main() {
   const opts = parse(process.argv.slice(2));
   if (opts.help) return console.log(USAGE);
@@ -80,25 +121,36 @@ async function main() {
   fs.rmSync(dir, { recursive: true, force: true });
   console.log(`${existed ? 'Removed' : 'Using'} ${shown} so this run starts fresh (one SQLite file per worker, every commit synced).`);
 
-  // With --shards the classes of cart.js run on worker threads; storage stays here.
-  const shards = opts.shards === undefined ? undefined : { count: opts.shards, module: require.resolve('./cart') };
-  const server = await startServer({ dir, shards });
-  let result;
-  try {
-    const what = opts.journeys === undefined ? `for ${opts.seconds} s` : `for ${opts.journeys} journeys`;
-    console.log(`Shop listening on ${server.url}; ${plural(opts.customers, 'customer')} shopping ${what}...`);
-    result = await runLoad({ url: server.url, host: server.host, customers: opts.customers, seconds: opts.seconds, journeys: opts.journeys });
-  } finally {
-    await server.close();
-  }
-
-  printFigures(result);
-  const { orders, units } = await verify(dir, result);
-  console.log(`verified: ${fmt(orders)} orders on disk, one for every acknowledged checkout of ${plural(result.checkouts.size, 'customer')}; ${fmt(units)} units reserved, as ordered`);
+  const line = statusLine(process.stderr);
+  const { load, verified } = await runShop({
+    dir,
+    customers: opts.customers,
+    seconds: opts.seconds,
+    journeys: opts.journeys,
+    shards: opts.shards,
+    onListening: (url) => console.log(listening(url, opts)),
+    onProgress: line.draw,
+    onMeasured: (r) => {
+      line.clear();
+      console.log(`\n${formatFigures(r)}\n`);
+    },
+  });
+  console.log(verifiedLine(verified, load));
 }
 
-function printFigures(r) {
-  const rows = [
+/** "Shop listening on …; 32 customers shopping for 10 s..." */
+function listening(url, { customers, seconds, journeys }) {
+  const what = journeys === undefined ? `for ${seconds} s` : `for ${journeys} journeys`;
+  return `Shop listening on ${url}; ${plural(customers, 'customer')} shopping ${what}...`;
+}
+
+/**
+ * The figures as label/value pairs, in the order they are printed.
+ * @param {import('./load').LoadResult} r
+ * @returns {[string, string][]}
+ */
+function figureRows(r) {
+  return [
     ['journeys', `${fmt(r.journeys)} in ${r.seconds.toFixed(1)} s`],
     ['journeys/s', fmt(r.journeysPerSec)],
     ['latency p50 / p99', `${r.p50.toFixed(1)} ms / ${r.p99.toFixed(1)} ms per journey`],
@@ -107,10 +159,39 @@ function printFigures(r) {
     ['syncs', fmt(r.syncs)],
     ['commits per journey', r.journeys ? (r.commits / r.journeys).toFixed(1) : '-'],
   ];
+}
+
+/**
+ * The figures as an indented two-column block, no blank lines around it.
+ * @param {import('./load').LoadResult} r
+ */
+function formatFigures(r) {
+  const rows = figureRows(r);
   const width = Math.max(...rows.map(([k]) => k.length));
-  console.log();
-  for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
-  console.log();
+  return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+/**
+ * @param {{ orders: number, units: number }} verified
+ * @param {import('./load').LoadResult} load
+ */
+function verifiedLine(verified, load) {
+  return `verified: ${fmt(verified.orders)} orders on disk, one for every acknowledged checkout of ${plural(load.checkouts.size, 'customer')}; ${fmt(verified.units)} units reserved, as ordered`;
+}
+
+/**
+ * One status line rewritten in place on a terminal. When the output is piped
+ * or logged there is no line to rewrite, and a line per tick would be noise,
+ * so it shows nothing.
+ * @param {NodeJS.WriteStream} stream
+ */
+function statusLine(stream) {
+  if (!stream.isTTY) return { draw: () => {}, clear: () => {} };
+  return {
+    /** @param {import('./load').Progress} p */
+    draw: (p) => stream.write(`\r\x1b[K  ${p.seconds.toFixed(1)} s  ${fmt(p.journeys)} journeys  ${fmt(p.journeys / p.seconds)} journeys/s`),
+    clear: () => stream.write('\r\x1b[K'),
+  };
 }
 
 /**
@@ -149,7 +230,12 @@ function fmt(n) {
   return Math.round(n).toLocaleString('en-US');
 }
 
-main().catch((err) => {
+if (require.main === module) {
+  main().catch(fail);
+}
+
+/** How `npm run shop` ends on an error: exit 2 for usage, 1 for anything else. */
+function fail(err) {
   if (err instanceof UsageError) {
     console.error(`${err.message}\n\n${USAGE}`);
     process.exit(2);
@@ -161,4 +247,6 @@ main().catch((err) => {
   // Something may still hold the event loop (a socket, the host); the failure
   // has been reported, so do not wait for it.
   process.exit(1);
-});
+}
+
+module.exports = { runShop, figureRows, formatFigures, verifiedLine, listening, VerificationError, CALLS_PER_JOURNEY };

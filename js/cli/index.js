@@ -10,6 +10,7 @@ const COMMANDS = [
   require('./conformance'),
   require('./inspect'),
   require('./peek'),
+  require('./shop'),
 ];
 
 function overview() {
