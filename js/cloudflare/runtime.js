@@ -1,0 +1,419 @@
+'use strict';
+// toDurableObject(Class): a Durable Object class around an unchanged
+// DurableWorker class, for workerd and Cloudflare. One instance of the
+// Durable Object is one worker: it makes the user's instance (with this.id,
+// this.state, this.ctx) on the first event, and runs every call, alarm and
+// socket event through a mailbox, one at a time, as the Node host does.
+//
+// What the platform gives and this file relies on: the output gate (a call's
+// result, an RPC it makes and a socket message it sends wait for its writes
+// to be confirmed); the synchronous ctx.storage.kv and ctx.storage.sql;
+// ctx.storage.transaction rolling both back; one platform alarm per object;
+// WebSocket hibernation; RPC stubs from idFromName.
+//
+// What it adds: the mailbox (workerd interleaves a Durable Object's requests
+// at every await that is not storage; the Node host does not), cycle
+// detection along one call chain (ERR_DURABLE_CYCLE instead of a deadlock),
+// named alarms (./alarms.js), the caps (./state.js), and the checks and codes
+// of the Node host.
+const { DurableError, codes, label } = require('../errors');
+const { DurableWorker, construct, callableMethods } = require('../worker');
+const { declaredCollections } = require('../schema');
+const { CloudflareState } = require('./state');
+const { NamedAlarms } = require('./alarms');
+const { SocketSide, WebSocketHandle } = require('./sockets');
+const { utf8Length } = require('./size');
+const wire = require('./wire');
+
+const MAILBOX = 1024;
+const MAX_ID = 2048;
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Names the Durable Object itself answers to: a worker method by one of these names cannot be mapped. */
+const RESERVED = new Set(['fetch', '__call', '__deleteAll', '__connect']);
+const CALL_HEADER = 'x-durable-workers-call';
+
+/** Class → { name, binding } for every class made into a Durable Object here. */
+const registry = new Map();
+const RT = Symbol('durable-workers runtime');
+
+function checkId(name, id) {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new DurableError(codes.ID, `${name}: an id must be a non-empty string, got ${id === '' ? 'an empty string' : typeof id}`);
+  }
+  if (!id.isWellFormed()) throw new DurableError(codes.ID, `${label(name, id)}: the id holds a lone surrogate and has no UTF-8 form`);
+  if (utf8Length(id) > MAX_ID) throw new DurableError(codes.ID, `${label(name, id)}: an id may be at most ${MAX_ID} bytes of UTF-8 (got ${utf8Length(id)})`);
+}
+
+function isWorkerClass(C) {
+  return typeof C === 'function' && C.prototype instanceof DurableWorker;
+}
+
+/** An error that crossed an RPC boundary, with its DurableError class back. */
+function revive(err) {
+  if (err instanceof DurableError || typeof err?.code !== 'string' || !err.code.startsWith('ERR_DURABLE_')) return err;
+  return new DurableError(err.code, err.message);
+}
+
+function entryOf(Class) {
+  const e = registry.get(Class);
+  if (e === undefined) {
+    throw new DurableError(
+      codes.NAME,
+      `${Class?.name ?? String(Class)} is not a Durable Object class of this deployment: pass it to toDurableObject() and export the result (durable-workers workerd does this for every exported DurableWorker class)`,
+    );
+  }
+  return e;
+}
+
+/**
+ * A stub for worker `id` of `Class`, calling it over RPC.
+ * @param {object} env the Worker's bindings
+ * @param {Function} Class
+ * @param {string} id
+ * @param {string[]} chain the labels of the calls waiting on this one
+ */
+function stubFor(env, Class, id, chain) {
+  const { name, binding } = entryOf(Class);
+  checkId(name, id);
+  const ns = env[binding];
+  if (ns === undefined || typeof ns.idFromName !== 'function') {
+    throw new DurableError(codes.NAME, `${name}: the Worker has no Durable Object binding ${binding} (a durableObjectNamespace binding named ${binding} is needed)`);
+  }
+  const who = label(name, id);
+  let remote = null;
+  const methods = new Map();
+  return new Proxy(Object.create(null), {
+    get(_, prop) {
+      if (typeof prop === 'symbol' || prop === 'then') return undefined;
+      let fn = methods.get(prop);
+      if (fn === undefined) {
+        fn = async (...args) => {
+          if (chain.includes(who)) {
+            throw new DurableError(codes.CYCLE, `a call to ${who} would wait on itself: ${[...chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`);
+          }
+          remote ??= ns.get(ns.idFromName(id));
+          try {
+            return await remote.__call(prop, args, chain, id);
+          } catch (err) {
+            throw revive(err);
+          }
+        };
+        methods.set(prop, fn);
+      }
+      return fn;
+    },
+    has: () => false,
+    set: () => false,
+  });
+}
+
+/** The mailbox: entries run one at a time, in arrival order; past MAILBOX queued, refused. */
+class Mailbox {
+  #tail = Promise.resolve();
+  #queued = 0;
+
+  run(who, fn) {
+    if (this.#queued >= MAILBOX) {
+      return Promise.reject(new DurableError(codes.BUSY, `${who()}: the mailbox is full (${MAILBOX} calls queued); retry later`));
+    }
+    this.#queued++;
+    const p = this.#tail.then(fn);
+    this.#tail = p.then(
+      () => this.#queued--,
+      () => this.#queued--,
+    );
+    return p;
+  }
+}
+
+/** One Durable Object instance's side of a worker. */
+class Runtime {
+  constructor(Class, entry, ctx, env) {
+    this.Class = Class;
+    this.entry = entry;
+    this.ctx = ctx;
+    this.env = env;
+    this.mailbox = new Mailbox();
+    this.alarms = new NamedAlarms(ctx.storage);
+    this.id = typeof ctx.id?.name === 'string' && ctx.id.name.length > 0 ? ctx.id.name : null;
+    this.instance = null;
+    this.chain = [];
+    this.sockets = new SocketSide(ctx, () => this.who());
+  }
+
+  who() {
+    return label(this.entry.name, this.id ?? '?');
+  }
+
+  /** The worker's id: given by the first call, kept in dw_meta for the events that carry none. */
+  resolveId(given) {
+    if (this.id !== null) return this.id;
+    const sql = this.ctx.storage.sql;
+    sql.exec('CREATE TABLE IF NOT EXISTS dw_meta(k TEXT PRIMARY KEY NOT NULL, v) WITHOUT ROWID');
+    const rows = [...sql.exec("SELECT v FROM dw_meta WHERE k = 'id'")];
+    if (rows.length) this.id = rows[0].v;
+    else if (typeof given === 'string') {
+      sql.exec("INSERT INTO dw_meta(k, v) VALUES ('id', ?)", given);
+      this.id = given;
+    } else {
+      throw new DurableError(codes.ID, `${this.entry.name}: an event arrived for an object that was never called by id (reach it with ctx.get / hostOf(env).get first)`);
+    }
+    return this.id;
+  }
+
+  /** Makes the user's instance and runs start(), once per wake. */
+  async materialize() {
+    if (this.instance !== null) return this.instance;
+    const state = new CloudflareState(() => this.who(), this.ctx.storage, this.entry.collections, this.alarms);
+    state._ensureTables();
+    const self = this;
+    const wctx = Object.freeze({
+      id: this.id,
+      get: (Class, id) => stubFor(self.env, Class, id, [...self.chain, self.who()]),
+      acceptWebSocket: (ws, tags) => self.sockets.accept(ws, tags),
+      getWebSockets: (tag) => self.sockets.list(tag),
+      getTags: (ws) => self.sockets.tags(ws),
+      setWebSocketAutoResponse: (pair) => self.sockets.setAutoResponse(pair),
+    });
+    const instance = construct(this.Class, { id: this.id, state, ctx: wctx });
+    if (typeof instance.start === 'function') await instance.start();
+    this.instance = instance;
+    return instance;
+  }
+
+  /** A call from a stub (or a native RPC call, with no chain). */
+  call(method, args, chain, id) {
+    const who = () => label(this.entry.name, this.id ?? id ?? '?');
+    if (typeof method !== 'string' || !this.entry.methods.has(method)) {
+      const why = typeof method === 'string' && (method === 'start' || method === 'stop' || method === 'alarm' || method.startsWith('webSocket')) ? 'is a lifecycle hook, not callable' : 'is not a method of the class';
+      return Promise.reject(new DurableError(codes.METHOD, `${who()}: ${this.entry.name}.${String(method)}() ${why}`));
+    }
+    if (!Array.isArray(args)) args = [];
+    const mine = who();
+    if (Array.isArray(chain) && chain.includes(mine)) {
+      return Promise.reject(new DurableError(codes.CYCLE, `a call to ${mine} would wait on itself: ${[...chain, mine].join(' → ')} (a worker runs one call at a time, so this would never finish)`));
+    }
+    return this.mailbox.run(who, async () => {
+      this.resolveId(id);
+      const w = await this.materialize();
+      this.chain = Array.isArray(chain) ? chain : [];
+      try {
+        return await w[method](...args);
+      } finally {
+        this.chain = [];
+      }
+    });
+  }
+
+  /** The platform alarm: every due named alarm, as one mailbox entry. */
+  fireAlarms() {
+    return this.mailbox.run(
+      () => this.who(),
+      async () => {
+        this.resolveId(undefined);
+        const w = await this.materialize();
+        await this.alarms.fire(
+          async (info) => {
+            if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
+            await w.alarm(info);
+          },
+          (err, info) => console.error(`durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`, err?.stack ?? err),
+        );
+      },
+    );
+  }
+
+  /** A socket event from the hibernation API, as one mailbox entry. */
+  socketEvent(run) {
+    return this.mailbox.run(
+      () => this.who(),
+      async () => {
+        this.resolveId(undefined);
+        const w = await this.materialize();
+        await run(w);
+      },
+    );
+  }
+
+  /** A WebSocket upgrade handed over by hostOf(env).connect: the method decides whether to accept. */
+  async connect(request) {
+    let spec;
+    try {
+      spec = wire.decode(request.headers.get(CALL_HEADER));
+    } catch {
+      return new Response('durable-workers: a WebSocket upgrade must come through hostOf(env).connect()', { status: 400 });
+    }
+    const pair = new WebSocketPair();
+    const [client, server] = Object.values(pair);
+    const handle = this.sockets.handleFor(server);
+    try {
+      await this.call(spec.method, [handle, ...spec.args], spec.chain, spec.id);
+    } catch (err) {
+      return new Response(`${err?.code ?? 'Error'}: ${err?.message ?? err}`, { status: 500, headers: { 'x-durable-workers-error': err?.code ?? 'Error' } });
+    }
+    if (!this.sockets.isAccepted(server)) {
+      return new Response(`${this.who()}: ${spec.method}() did not accept the socket (call this.ctx.acceptWebSocket(ws))`, { status: 400 });
+    }
+    return new Response(null, { status: 101, webSocket: client });
+  }
+}
+
+/**
+ * Makes the toDurableObject of one platform base class.
+ * @param {new (ctx: any, env: any) => object} Base DurableObject from cloudflare:workers
+ */
+function makeToDurableObject(Base) {
+  /**
+   * A Durable Object class around `Class`, an unchanged DurableWorker class.
+   * @param {Function} Class
+   * @param {{ binding?: string }} [options] the env binding of its namespace (default: its name)
+   */
+  return function toDurableObject(Class, options = {}) {
+    if (!isWorkerClass(Class)) {
+      throw new DurableError(codes.NAME, `toDurableObject(Class): ${Class?.name ?? String(Class)} is not a class extending DurableWorker`);
+    }
+    const name = Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
+    if (typeof name !== 'string' || !NAME.test(name)) {
+      throw new DurableError(codes.NAME, `worker class name ${JSON.stringify(name)} is not usable: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`);
+    }
+    const methods = callableMethods(Class);
+    for (const m of methods) {
+      if (RESERVED.has(m) || m.startsWith('__')) {
+        throw new DurableError(codes.METHOD, `${name}.${m}() cannot be mapped to a Durable Object: ${m} is what the Durable Object itself answers to on Cloudflare; rename the method`);
+      }
+    }
+    const entry = { name, binding: options.binding ?? name, methods, collections: declaredCollections(Class, name) };
+    registry.set(Class, entry);
+
+    class Worker extends Base {
+      constructor(ctx, env) {
+        super(ctx, env);
+        Object.defineProperty(this, RT, { value: new Runtime(Class, entry, ctx, env) });
+      }
+
+      __call(method, args, chain, id) {
+        return this[RT].call(method, args, chain, id);
+      }
+
+      async __deleteAll(id) {
+        const rt = this[RT];
+        return rt.mailbox.run(
+          () => rt.who(),
+          async () => {
+            rt.resolveId(id);
+            const w = await rt.materialize();
+            await w.state.deleteAll();
+          },
+        );
+      }
+
+      fetch(request) {
+        if (request.headers.get('upgrade')?.toLowerCase() === 'websocket' && request.headers.has(CALL_HEADER)) return this[RT].connect(request);
+        return new Response(`${name}: a durable worker answers calls, not HTTP (use hostOf(env).get(${name}, id))`, { status: 404 });
+      }
+
+      alarm() {
+        return this[RT].fireAlarms();
+      }
+
+      webSocketMessage(ws, data) {
+        const rt = this[RT];
+        const payload = typeof data === 'string' ? data : toBuffer(data);
+        return rt.socketEvent((w) => w.webSocketMessage?.(rt.sockets.handleFor(ws), payload));
+      }
+
+      webSocketClose(ws, code, reason, wasClean) {
+        const rt = this[RT];
+        return rt.socketEvent((w) => w.webSocketClose?.(rt.sockets.handleFor(ws), code, reason, wasClean));
+      }
+
+      webSocketError(ws, err) {
+        const rt = this[RT];
+        return rt.socketEvent((w) => w.webSocketError?.(rt.sockets.handleFor(ws), err));
+      }
+    }
+    for (const m of methods) {
+      Object.defineProperty(Worker.prototype, m, {
+        value: function (...args) {
+          return this[RT].call(m, args, [], undefined);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+    Object.defineProperty(Worker, 'name', { value: name });
+    return Worker;
+  };
+}
+
+function toBuffer(data) {
+  const { Buffer } = require('node:buffer');
+  return Buffer.from(data instanceof ArrayBuffer ? data : data.buffer);
+}
+
+/**
+ * What a Worker's fetch handler uses to reach workers: the Node host's
+ * get(Class, id), plus connect() for WebSocket upgrades. The rest of the Node
+ * Host has no Durable Object counterpart and is refused by name.
+ * @param {object} env the Worker's bindings
+ */
+function hostOf(env) {
+  const refuse = (what, why) => () => {
+    throw new DurableError(codes.METHOD, `hostOf(env).${what}() does not exist on Cloudflare: ${why}`);
+  };
+  return Object.freeze({
+    get: (Class, id) => stubFor(env, Class, id, []),
+    /**
+     * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker; resolves to the Response to return (101 when accepted).
+     */
+    async connect(Class, id, method, request, ...args) {
+      const { name, binding } = entryOf(Class);
+      checkId(name, id);
+      if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return new Response('expected a WebSocket upgrade', { status: 426 });
+      const headers = new Headers(request.headers);
+      headers.set(CALL_HEADER, wire.encode({ method, args, chain: [], id }));
+      const ns = env[binding];
+      return ns.get(ns.idFromName(id)).fetch(new Request(request.url, { headers }));
+    },
+    async delete(Class, id) {
+      const { name, binding } = entryOf(Class);
+      checkId(name, id);
+      const ns = env[binding];
+      await ns.get(ns.idFromName(id)).__deleteAll(id);
+      return true;
+    },
+    ids: refuse('ids', 'a namespace cannot list its objects (keep an index worker if you need one)'),
+    stats: refuse('stats', 'the platform keeps its own metrics'),
+    startAlarms: refuse('startAlarms', 'alarms always fire on Durable Objects; there is nothing to start'),
+    close: refuse('close', 'the platform owns the objects’ lifetime'),
+  });
+}
+
+/**
+ * A JSON-over-HTTP gateway to the workers of `classes`, for tests, benchmarks
+ * and local tools: POST a wire-encoded { class, id, method, args } and get
+ * back { ok, value } or { ok: false, error }. Not for the open internet: it
+ * lets the caller invoke any method.
+ * @param {Request} request
+ * @param {object} env
+ * @param {Function[]} classes
+ */
+async function handleCall(request, env, classes) {
+  let body;
+  try {
+    body = wire.decode(await request.text());
+  } catch (err) {
+    return new Response(wire.encode({ ok: false, error: err }), { status: 400 });
+  }
+  const Class = classes.find((C) => registry.get(C)?.name === body.class);
+  try {
+    if (Class === undefined) throw new DurableError(codes.NAME, `no worker class named ${JSON.stringify(body.class)} here`);
+    const host = hostOf(env);
+    const value = body.method === '__delete' ? await host.delete(Class, body.id) : await host.get(Class, body.id)[body.method](...(body.args ?? []));
+    return new Response(wire.encode({ ok: true, value }));
+  } catch (err) {
+    return new Response(wire.encode({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }));
+  }
+}
+
+module.exports = { makeToDurableObject, hostOf, handleCall, isWorkerClass, WebSocketHandle, CALL_HEADER };
