@@ -11,6 +11,7 @@ const COMMANDS = [
   require('./inspect'),
   require('./peek'),
   require('./shop'),
+  require('./workerd'),
 ];
 
 function overview() {
