@@ -3,7 +3,8 @@
 // the package resolves to ./workerd.mjs instead (the `durable-workers
 // workerd` command does this; see docs/cloudflare.md for wrangler). Here,
 // toDurableObject only explains itself; the Node-side tools are real:
-// buildWorkerd / startWorkerd (a local workerd) and cloudflareAdapter (Peek).
+// buildWorkerd / startWorkerd (a local workerd). The Peek adapter on workerd
+// (cloudflareAdapter) is not built yet: see docs/cloudflare.md.
 const { DurableError, codes } = require('../errors');
 const { hostOf, handleCall, isWorkerClass } = require('./runtime');
 const { buildWorkerd, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE } = require('./build');
@@ -30,7 +31,4 @@ module.exports = {
   workerdBinary,
   WORKERD_VERSION,
   COMPATIBILITY_DATE,
-  get cloudflareAdapter() {
-    return require('./adapter').cloudflareAdapter;
-  },
 };
