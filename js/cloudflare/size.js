@@ -6,7 +6,10 @@
 // the serializer would. Exact for the types values are usually made of
 // (primitives, strings, plain objects, dense arrays, Date, Map, Set, BigInt,
 // RegExp, ArrayBuffer); an estimate within a few bytes for the rest (typed
-// arrays, errors, sparse arrays, string padding). A value that cannot be
+// arrays, errors, sparse arrays, string padding). Two things JavaScript
+// cannot see make the count differ from V8's by a few bytes: an integral
+// number V8 happens to hold as a double (9 bytes, counted here as a small
+// integer), and a Latin-1 string V8 holds in two-byte form. A value that cannot be
 // cloned at all (a function, a symbol) is refused here by name; anything else
 // the platform will not clone is refused by the write itself.
 const { DurableError, codes } = require('../errors');
@@ -29,7 +32,7 @@ function stringLen(s) {
 }
 
 function numberLen(n) {
-  if (Number.isInteger(n) && n >= -(2 ** 30) && n < 2 ** 30 && !Object.is(n, -0)) {
+  if (Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 && !Object.is(n, -0)) {
     const zigzag = n >= 0 ? n * 2 : -n * 2 - 1;
     return 1 + varintLen(zigzag);
   }

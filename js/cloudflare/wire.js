@@ -44,7 +44,7 @@ function encode(value, where = () => 'a value') {
       case 'undefined':
         return { $t: ['u'] };
       case 'number':
-        return Number.isFinite(v) && !Object.is(v, -0) ? v : { $t: ['n', String(v)] };
+        return Number.isFinite(v) && !Object.is(v, -0) ? v : { $t: ['n', Object.is(v, -0) ? '-0' : String(v)] };
       case 'bigint':
         return { $t: ['b', v.toString()] };
       case 'string':
