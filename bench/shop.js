@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+'use strict';
+// The shop against what users would pick instead, over the same node:http:
+// 32 customers running journeys of six calls (four of them writes) against
+// each system's server, every server in a process of its own and the load
+// driver (examples/shop/load.js, which checks every answer) in this one.
+//
+//   node bench/shop.js [--customers N] [--seconds S] [--shards K]
+//
+// Systems: durable-workers (examples/shop/server.js), durable-workers on K
+// shards, and the hand-rolled better-sqlite3 server (bench/shop/baseline-server.js).
+// Every ratio is against the baseline measured in this run.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { fork } = require('node:child_process');
+const { once } = require('node:events');
+const { parseArgs } = require('node:util');
+const { runLoad } = require('../examples/shop/load');
+const { measureDeviceSync } = require('./device');
+const { renderTable, formatNumber, formatRatio } = require('./table');
+
+/** No counters from a server in another process. */
+const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
+
+/**
+ * Starts a server script that sends { url } over IPC, runs the load against
+ * it, and stops it.
+ */
+async function drive(script, args, { customers, seconds }) {
+  const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const [msg] = await Promise.race([
+      once(child, 'message'),
+      once(child, 'exit').then(([code]) => Promise.reject(new Error(`${path.basename(script)} exited with ${code} before serving`))),
+    ]);
+    return await runLoad({ url: msg.url, host: REMOTE, customers, seconds });
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+}
+
+async function measure({ customers = 32, seconds = 5, shards = 2 } = {}) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
+  const systems = [
+    ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
+    ['durable-workers', path.join(__dirname, 'shop', 'durable-server.js'), []],
+    [`durable-workers, ${shards} shards`, path.join(__dirname, 'shop', 'durable-server.js'), [String(shards)]],
+  ];
+  try {
+    const device = measureDeviceSync({ dir: path.join(root, 'device'), seconds: 1 });
+    const rows = [];
+    for (const [name, script, extra] of systems) {
+      const dir = path.join(root, String(rows.length));
+      const r = await drive(script, [dir, ...extra], { customers, seconds });
+      rows.push({ name, ...r });
+    }
+    return { device, customers, seconds, rows };
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function report({ device, customers, seconds, rows }) {
+  const base = rows[0].journeysPerSec;
+  return [
+    `Shop over node:http: ${customers} customers, ${seconds} s per system, each server in its own process; device ${formatNumber(device.syncsPerSec)} syncs/s`,
+    '',
+    renderTable(
+      ['system', 'journeys/s', 'p50', 'p99', 'ratio'],
+      rows.map((r) => [r.name, formatNumber(r.journeysPerSec), `${formatNumber(r.p50)} ms`, `${formatNumber(r.p99)} ms`, formatRatio(r.journeysPerSec / base)]),
+      ['left', 'right', 'right', 'right', 'right'],
+    ),
+  ].join('\n');
+}
+
+async function main() {
+  const { values } = parseArgs({ options: { customers: { type: 'string', default: '32' }, seconds: { type: 'string', default: '5' }, shards: { type: 'string', default: '2' } } });
+  const r = await measure({ customers: Number(values.customers), seconds: Number(values.seconds), shards: Number(values.shards) });
+  console.log(report(r));
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
+
+module.exports = { measure, report };
