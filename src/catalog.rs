@@ -63,6 +63,11 @@ pub enum Op {
     /// What the directory holds: workers per class, and the earliest
     /// `alarms` indexed alarms of any class.
     Summary { alarms: u32 },
+    /// Records workers found on disk, with their earliest alarm (or none),
+    /// in one transaction: the repair of a lost or damaged catalog.
+    Rebuild {
+        workers: Vec<(String, String, Option<i64>)>,
+    },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -139,13 +144,20 @@ impl Catalog {
 
     /// Queues `op` and waits for the commit that carries it.
     pub async fn call(&self, op: Op) -> Result<Reply> {
+        self.send(op)?.await.map_err(|_| Error::Closed)?
+    }
+
+    /// `call`, for a thread outside any async runtime (opening, repairing).
+    pub fn call_blocking(&self, op: Op) -> Result<Reply> {
+        self.send(op)?.blocking_recv().map_err(|_| Error::Closed)?
+    }
+
+    fn send(&self, op: Op) -> Result<oneshot::Receiver<Result<Reply>>> {
         let (reply, answer) = oneshot::channel();
-        {
-            let queue = self.queue.lock();
-            let sender = queue.as_ref().ok_or(Error::Closed)?;
-            sender.send(Job { op, reply }).map_err(|_| Error::Closed)?;
-        }
-        answer.await.map_err(|_| Error::Closed)?
+        let queue = self.queue.lock();
+        let sender = queue.as_ref().ok_or(Error::Closed)?;
+        sender.send(Job { op, reply }).map_err(|_| Error::Closed)?;
+        Ok(answer)
     }
 
     /// Catalog transactions committed so far.
@@ -188,7 +200,10 @@ fn serve(conn: Connection, path: PathBuf, rx: mpsc::Receiver<Job>, commits: Arc<
         }
         run_batch(&conn, &path, jobs, &commits);
     }
-    // Closing checkpoints the WAL; a failure here loses nothing committed.
+    // Empties the kept WAL (see `sqlite::persist_wal`) so its frames can never
+    // be replayed over a registry file that later replaces this one; a
+    // failure here loses nothing committed (the frames stay, and are recovered).
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     let _ = conn.close();
 }
 
@@ -303,6 +318,26 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
             due.sort_by_key(|(_, _, at): &(String, String, i64)| *at);
             due.truncate(*limit as usize);
             Ok(Reply::Due(due))
+        }
+        Op::Rebuild { workers } => {
+            for (class, id, at) in workers {
+                apply(
+                    conn,
+                    &Op::Register {
+                        class: class.clone(),
+                        id: id.clone(),
+                    },
+                )?;
+                apply(
+                    conn,
+                    &Op::AlarmExact {
+                        class: class.clone(),
+                        id: id.clone(),
+                        at: *at,
+                    },
+                )?;
+            }
+            Ok(Reply::Done)
         }
         Op::Summary { alarms } => {
             let classes = conn

@@ -50,7 +50,23 @@ impl Engine {
     /// Creates `dir` if needed and takes ownership of it.
     pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
         store::create_dirs_synced(dir)?;
-        let catalog = Catalog::open(dir, durability)?;
+        let lost =
+            !dir.join(crate::layout::REGISTRY_FILE).exists() && crate::repair::has_workers(dir);
+        let catalog = Catalog::open(dir, durability).map_err(|e| match e {
+            Error::Corrupt { path, detail } => Error::Corrupt {
+                path,
+                detail: format!(
+                    "{detail}; the catalog can be rebuilt from the worker files with `npx durable-workers repair {}`",
+                    dir.display()
+                ),
+            },
+            e => e,
+        })?;
+        // A catalog deleted under worker files: rebuilt from the files, which
+        // each hold their own class, id and alarms.
+        if lost {
+            crate::repair::rebuild(dir, durability, &catalog)?;
+        }
         Ok(Engine {
             dir: dir.to_path_buf(),
             durability,

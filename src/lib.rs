@@ -28,5 +28,6 @@ pub mod engine;
 pub mod error;
 pub mod evict;
 pub mod layout;
+pub mod repair;
 pub mod sqlite;
 pub mod store;

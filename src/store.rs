@@ -96,6 +96,15 @@ pub struct Page {
     pub backfill: Vec<Backfill>,
 }
 
+/// Who a worker file belongs to, as it says itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub class: String,
+    pub id: String,
+    /// Its earliest alarm, epoch ms.
+    pub earliest: Option<i64>,
+}
+
 /// An open worker database.
 pub struct WorkerFile {
     conn: Connection,
@@ -136,15 +145,15 @@ impl WorkerFile {
             let tables: i64 = conn
                 .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
                 .map_err(|e| Error::sqlite("read schema", path, e))?;
-            if tables == 0 {
-                // Created, never committed: the worker does not exist yet.
-                drop(conn);
-                remove_files(path)?;
-                return Ok(None);
-            }
+            // A worker's file is built aside and renamed in whole, so an empty
+            // one here is damage (a truncation), not a worker yet to exist.
             return Err(Error::Corrupt {
                 path: path.to_path_buf(),
-                detail: "it has tables but no worker metadata".into(),
+                detail: if tables == 0 {
+                    "it is empty".into()
+                } else {
+                    "it has tables but no worker metadata".into()
+                },
             });
         }
         let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
@@ -318,6 +327,47 @@ impl WorkerFile {
         self.conn
             .close()
             .map_err(|(_, e)| Error::sqlite("close", &path, e))
+    }
+
+    /// What a worker file says it is, without knowing its id beforehand: for
+    /// rebuilding the catalog. Its class, id and earliest alarm.
+    pub fn identity(path: &Path, durability: Durability) -> Result<Identity> {
+        let conn = sqlite::open(path, false)?;
+        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let read = || -> rusqlite::Result<(Option<String>, Option<String>, Option<i64>)> {
+            let meta = |k: &str| {
+                conn.query_row("SELECT v FROM meta WHERE k = ?1", [k], |r| r.get(0))
+                    .optional()
+            };
+            let at = conn.query_row("SELECT min(at) FROM alarms", [], |r| r.get(0))?;
+            Ok((meta("class")?, meta("id")?, at))
+        };
+        let (class, id, earliest) = read().map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.starts_with("no such table") => {
+                Error::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: "it has no worker tables".into(),
+                }
+            }
+            e => Error::sqlite("read identity", path, e),
+        })?;
+        let file = WorkerFile {
+            conn,
+            path: path.to_path_buf(),
+            tables: Tables::default(),
+        };
+        file.close()?;
+        match (class, id) {
+            (Some(class), Some(id)) => Ok(Identity {
+                class,
+                id,
+                earliest,
+            }),
+            _ => Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                detail: "it has no stored class and id".into(),
+            }),
+        }
     }
 
     fn check_owner(&self, class: &str, id: &str) -> Result<()> {
