@@ -28,13 +28,28 @@ const MAX_TEXT = 1000;
  * saying something writes one small value and deletes the one that fell off
  * the end, instead of rewriting the whole history.
  */
-const msgKey = (seq) => `msg:${String(seq).padStart(12, '0')}`;
+const msgKey = (/** @type {number} */ seq) => `msg:${String(seq).padStart(12, '0')}`;
+
+/**
+ * @typedef {import('durable-workers').DurableWebSocket} DurableWebSocket
+ * @typedef {{ name: string, joinedAt: number }} Attachment what join() keeps with each socket
+ * @typedef {{ seq: number, from: string, text: string, at: number }} Message
+ */
+
+/**
+ * The attachment join() gave `ws`. Every socket of a room was accepted by
+ * join(), so there is one; it is read back from the host, not from `this`.
+ * @param {DurableWebSocket} ws
+ * @returns {Attachment}
+ */
+const attachment = (ws) => /** @type {Attachment} */ (ws.deserializeAttachment());
 
 class Room extends DurableWorker {
   /**
    * Takes over a client's connection for `name`: tags it with the name, sends
    * it the history, and tells everyone who is here.
-   * @param {object} ws the client's socket, as the handle the host gives the worker
+   * @param {DurableWebSocket} ws the client's socket, as the handle the host gives the worker
+   *   (a caller passes the raw `ws` socket; it crosses the stub as a handle)
    * @param {string} name
    */
   join(ws, name) {
@@ -48,7 +63,11 @@ class Room extends DurableWorker {
     this.#broadcast({ type: 'joined', name, present: this.#present() });
   }
 
-  /** Someone said something: keep it, then tell everyone (the sender included). */
+  /**
+   * Someone said something: keep it, then tell everyone (the sender included).
+   * @param {DurableWebSocket} ws
+   * @param {string | Buffer} data
+   */
   webSocketMessage(ws, data) {
     if (typeof data !== 'string') {
       send(ws, { type: 'error', error: 'send text frames, not binary' });
@@ -61,8 +80,11 @@ class Room extends DurableWorker {
       return;
     }
 
-    const { name } = ws.deserializeAttachment();
-    const seq = (this.state.get('seq') ?? 0) + 1;
+    const { name } = attachment(ws);
+    /** @type {number} */
+    const last = this.state.get('seq') ?? 0;
+    const seq = last + 1;
+    /** @type {Message} */
     const message = { seq, from: name, text, at: Date.now() };
     this.state.set('seq', seq);
     this.state.set(msgKey(seq), message);
@@ -72,15 +94,22 @@ class Room extends DurableWorker {
     this.#broadcast({ type: 'message', ...message });
   }
 
-  /** Someone left (closed the tab, lost the connection): tell the others. */
+  /**
+   * Someone left (closed the tab, lost the connection): tell the others.
+   * @param {DurableWebSocket} ws
+   */
   webSocketClose(ws) {
-    const { name } = ws.deserializeAttachment() ?? {};
+    const { name } = attachment(ws) ?? {};
     this.#broadcast({ type: 'left', name, present: this.#present() });
   }
 
+  /**
+   * @param {DurableWebSocket} ws
+   * @param {any} err
+   */
   webSocketError(ws, err) {
     // The host closes a socket after an error; its webSocketClose says goodbye.
-    console.warn(`room ${this.id}: socket of ${ws.deserializeAttachment()?.name ?? 'someone'} failed: ${err?.message ?? err}`);
+    console.warn(`room ${this.id}: socket of ${attachment(ws)?.name ?? 'someone'} failed: ${err?.message ?? err}`);
   }
 
   /** Who is here, one name per open connection, sorted. */
@@ -88,16 +117,21 @@ class Room extends DurableWorker {
     return this.ctx
       .getWebSockets()
       .filter((ws) => ws.readyState === 1)
-      .map((ws) => ws.deserializeAttachment()?.name)
+      .map((ws) => attachment(ws)?.name)
       .sort();
   }
 
+  /** @param {object} event sent to every open socket as JSON */
   #broadcast(event) {
     const frame = JSON.stringify(event);
     for (const ws of this.ctx.getWebSockets()) if (ws.readyState === 1) ws.send(frame);
   }
 }
 
+/**
+ * @param {DurableWebSocket} ws
+ * @param {object} event
+ */
 function send(ws, event) {
   ws.send(JSON.stringify(event));
 }

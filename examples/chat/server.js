@@ -24,7 +24,7 @@ const MAX_PAYLOAD = 16 * 1024;
 
 /**
  * Opens the durable host in `dir` and serves the chat on 127.0.0.1.
- * @param {{ dir: string, port?: number } & Record<string, unknown>} options
+ * @param {{ port?: number } & import('durable-workers').OpenOptions} options
  *   `port` 0 (the default) takes a free one; anything else is passed to `open()`
  *   (`maxLive`, `durability`, ...).
  * @returns {Promise<{ url: string, host: import('durable-workers').Host, close(): Promise<void> }>}
@@ -35,7 +35,7 @@ async function startChat({ dir, port = 0, ...openOptions }) {
   const host = await open({ dir, ...openOptions });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD });
   const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && new URL(req.url, 'http://chat').pathname === '/') {
+    if (req.method === 'GET' && new URL(req.url ?? '/', 'http://chat').pathname === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Open / in a browser, or connect a WebSocket to /rooms/<room>?name=<name>\n');
@@ -43,7 +43,7 @@ async function startChat({ dir, port = 0, ...openOptions }) {
   });
 
   server.on('upgrade', (req, socket, head) => {
-    const where = route(req.url);
+    const where = route(req.url ?? '/');
     if (typeof where === 'string') {
       socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${where}\n`);
       return;
@@ -64,13 +64,14 @@ async function startChat({ dir, port = 0, ...openOptions }) {
   try {
     await new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, '127.0.0.1', resolve);
+      server.listen(port, '127.0.0.1', () => resolve(undefined));
     });
   } catch (err) {
     await host.close();
     throw err;
   }
-  const url = `http://127.0.0.1:${server.address().port}`;
+  // Listening on a TCP port, so the address is an AddressInfo, not a pipe's name.
+  const url = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}`;
 
   let closing = null;
   /** Stops taking connections, closes every socket with 1001 (going away), then the host. */
@@ -90,7 +91,11 @@ async function startChat({ dir, port = 0, ...openOptions }) {
   return { url, host, close };
 }
 
-/** `{ room, name }` from `/rooms/<room>?name=<name>`, or what is wrong with the URL. */
+/**
+ * `{ room, name }` from `/rooms/<room>?name=<name>`, or what is wrong with the URL.
+ * @param {string} reqUrl
+ * @returns {{ room: string, name: string } | string}
+ */
 function route(reqUrl) {
   const url = new URL(reqUrl, 'ws://chat');
   const m = /^\/rooms\/([^/]+)$/.exec(url.pathname);
@@ -146,6 +151,10 @@ Serves the chat example on 127.0.0.1: a page at / and WebSockets at
   --dir DIR   where the rooms are kept (default ./.data/chat)
   -h, --help  this text`;
 
+/**
+ * @param {string[]} argv
+ * @returns {Promise<number>} the exit code
+ */
 async function main(argv) {
   let values;
   try {
@@ -158,7 +167,7 @@ async function main(argv) {
       },
     }));
   } catch (err) {
-    console.error(`${err.message}\n\n${USAGE}`);
+    console.error(`${/** @type {Error} */ (err).message}\n\n${USAGE}`);
     return 2;
   }
   if (values.help) {

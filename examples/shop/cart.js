@@ -23,22 +23,26 @@ class Cart extends DurableWorker {
    * @returns {{ id: string, items: Item[], total: number, orders: number }}
    */
   browse() {
+    /** @type {Item[]} */
     const items = this.state.get('items') ?? [];
-    return { id: this.id, items, total: totalOf(items), orders: this.state.get('orders') ?? 0 };
+    /** @type {number} */
+    const orders = this.state.get('orders') ?? 0;
+    return { id: this.id, items, total: totalOf(items), orders };
   }
 
   /**
    * Adds `qty` of a product at `price` (integer cents, so totals add up
    * exactly). Adding a product already in the cart raises its quantity.
-   * @param {Item} item
+   * @param {Partial<Item>} [item] checked here: it comes from a request body
    */
   add({ sku, qty = 1, price } = {}) {
     // The worker checks its own input: it is the only authority on this cart.
     // A TypeError or RangeError reaches the caller as one (the server sends 400).
     if (typeof sku !== 'string' || sku === '') throw new TypeError('sku must be a non-empty string');
     if (!Number.isInteger(qty) || qty < 1) throw new RangeError(`qty must be a whole number ≥ 1, got ${qty}`);
-    if (!Number.isInteger(price) || price < 0) throw new RangeError(`price must be whole cents ≥ 0, got ${price}`);
+    if (typeof price !== 'number' || !Number.isInteger(price) || price < 0) throw new RangeError(`price must be whole cents ≥ 0, got ${price}`);
 
+    /** @type {Item[]} */
     const items = this.state.get('items') ?? [];
     const line = items.find((i) => i.sku === sku);
     if (line) line.qty += qty;
@@ -48,8 +52,12 @@ class Cart extends DurableWorker {
     return this.browse();
   }
 
-  /** Takes a product out of the cart, whatever its quantity. */
+  /**
+   * Takes a product out of the cart, whatever its quantity.
+   * @param {string} sku
+   */
   remove(sku) {
+    /** @type {Item[]} */
     const items = this.state.get('items') ?? [];
     const kept = items.filter((i) => i.sku !== sku);
     if (kept.length < items.length) this.state.set('items', kept);
@@ -62,10 +70,14 @@ class Cart extends DurableWorker {
    * @returns {Promise<Order>}
    */
   async checkout() {
+    /** @type {Item[]} */
     const items = this.state.get('items') ?? [];
     if (items.length === 0) throw new RangeError('the cart is empty: nothing to check out');
 
-    const number = (this.state.get('orders') ?? 0) + 1;
+    /** @type {number} */
+    const before = this.state.get('orders') ?? 0;
+    const number = before + 1;
+    /** @type {Order} */
     const order = { id: `${this.id}#${number}`, number, items, total: totalOf(items), placedAt: new Date() };
     this.state.collection('orders').put(String(number), order);
     this.state.set('orders', number);
@@ -87,7 +99,9 @@ class Cart extends DurableWorker {
    * @returns {Promise<Order[]>}
    */
   orders({ limit } = {}) {
-    return this.state.collection('orders').find({ orderBy: ['number', 'desc'], limit });
+    /** @type {import('durable-workers').Collection<Order>} */
+    const orders = this.state.collection('orders');
+    return orders.find({ orderBy: ['number', 'desc'], limit });
   }
 }
 
@@ -96,18 +110,26 @@ class Inventory extends DurableWorker {
    * Holds `qty` units for an order. Every checkout that includes this product
    * lands here, one call at a time, so the running count needs no locking;
    * calls that queue up while a commit is in flight share the next one.
+   * @param {number} qty
    * @returns {{ sku: string, reserved: number }}
    */
   reserve(qty) {
     if (!Number.isInteger(qty) || qty < 1) throw new RangeError(`qty must be a whole number ≥ 1, got ${qty}`);
-    const reserved = (this.state.get('reserved') ?? 0) + qty;
+    /** @type {number} */
+    const before = this.state.get('reserved') ?? 0;
+    const reserved = before + qty;
     this.state.set('reserved', reserved);
     return { sku: this.id, reserved };
   }
 
-  /** Units reserved so far. */
+  /**
+   * Units reserved so far.
+   * @returns {{ sku: string, reserved: number }}
+   */
   status() {
-    return { sku: this.id, reserved: this.state.get('reserved') ?? 0 };
+    /** @type {number} */
+    const reserved = this.state.get('reserved') ?? 0;
+    return { sku: this.id, reserved };
   }
 }
 

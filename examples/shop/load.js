@@ -45,8 +45,12 @@ const CALLS_PER_JOURNEY = 6;
 async function runLoad({ url, host, customers = 32, seconds = 10, journeys, onProgress }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: customers });
   const client = new Client(url, agent);
+  /** @type {number[]} journey times, ms */
   const latencies = [];
-  /** Acknowledged checkouts per customer, and the units they reserved: what verify() expects on disk. */
+  /**
+   * Acknowledged checkouts per customer, and the units they reserved: what verify() expects on disk.
+   * @type {Map<string, number>}
+   */
   const checkouts = new Map();
   let units = 0;
 
@@ -55,15 +59,18 @@ async function runLoad({ url, host, customers = 32, seconds = 10, journeys, onPr
   const deadline = start + seconds * 1000;
   let tickets = journeys ?? Infinity;
   const more = () => (journeys === undefined ? performance.now() < deadline : tickets-- > 0);
+  /** @type {unknown} the first error, which stops every customer */
   let failure = null;
 
+  /** @param {string} id */
   async function customer(id) {
-    checkouts.set(id, 0);
+    let done = 0;
+    checkouts.set(id, done);
     while (failure === null && more()) {
       const t0 = performance.now();
       const order = await journey(client, id);
       latencies.push(performance.now() - t0);
-      checkouts.set(id, checkouts.get(id) + 1);
+      checkouts.set(id, ++done);
       for (const item of order.items) units += item.qty;
     }
   }
@@ -104,6 +111,8 @@ async function runLoad({ url, host, customers = 32, seconds = 10, journeys, onPr
 /**
  * One customer's journey. Checks what the server says as it goes: a shop that
  * answered quickly and wrongly would make the figures meaningless.
+ * @param {Client} client
+ * @param {string} id the customer
  * @returns {Promise<{ items: { sku: string, qty: number, price: number }[], total: number }>} the order
  */
 async function journey(client, id) {
@@ -113,11 +122,12 @@ async function journey(client, id) {
   let expected = 0;
   for (const sku of pickThree()) {
     const qty = 1 + Math.floor(Math.random() * 3);
-    const price = CATALOG.get(sku);
+    const price = /** @type {number} */ (CATALOG.get(sku));
     expected += qty * price;
     await client.request('POST', `${path}/items`, { sku, qty, price });
   }
 
+  /** @type {{ items: { sku: string, qty: number, price: number }[], total: number }} */
   const order = await client.request('POST', `${path}/checkout`);
   if (order.total !== expected) {
     throw new Error(`${id}: checkout charged ${order.total} cents, the cart held ${expected}`);
@@ -129,12 +139,22 @@ async function journey(client, id) {
 
 /** A minimal JSON client over one keep-alive agent. */
 class Client {
+  /**
+   * @param {string} base the server's base URL
+   * @param {http.Agent} agent
+   */
   constructor(base, agent) {
     this.base = new URL(base);
     this.agent = agent;
   }
 
-  /** Sends a request; resolves with the parsed body of a 2xx, rejects with the server's error otherwise. */
+  /**
+   * Sends a request; resolves with the parsed body of a 2xx, rejects with the server's error otherwise.
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body] sent as JSON
+   * @returns {Promise<any>} the parsed body, whatever shape the route answers with
+   */
   request(method, path, body) {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
@@ -148,6 +168,7 @@ class Client {
           headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
         },
         (res) => {
+          /** @type {Buffer[]} */
           const chunks = [];
           res.on('data', (c) => chunks.push(c));
           res.on('error', reject);
@@ -158,7 +179,8 @@ class Client {
             } catch {
               return reject(new Error(`${method} ${path}: HTTP ${res.statusCode} with a body that is not JSON`));
             }
-            if (res.statusCode >= 200 && res.statusCode < 300) return resolve(parsed);
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) return resolve(parsed);
             const { code, message } = parsed.error ?? {};
             reject(Object.assign(new Error(`${method} ${path}: HTTP ${res.statusCode} ${code}: ${message}`), { code, status: res.statusCode }));
           });
@@ -177,7 +199,11 @@ function pickThree() {
   return picked;
 }
 
-/** Nearest-rank percentile of sorted values. */
+/**
+ * Nearest-rank percentile of sorted values.
+ * @param {number[]} sorted
+ * @param {number} p 0 … 1
+ */
 function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];

@@ -30,7 +30,12 @@ under ./.data/shop in the current directory, which is removed first.
   --shards K      run Cart and Inventory on K worker threads (default: none)
   -h, --help      this text`;
 
-/** Reads a flag as a positive number, or says which flag is wrong and why. */
+/**
+ * Reads a flag as a positive number, or says which flag is wrong and why.
+ * @param {string} name
+ * @param {string} text
+ * @param {{ integer: boolean }} kind
+ */
 function positive(name, text, { integer }) {
   const n = Number(text);
   if (text === undefined || text.trim() === '' || !(n > 0) || (integer && !Number.isInteger(n))) {
@@ -42,6 +47,7 @@ function positive(name, text, { integer }) {
 class UsageError extends Error {}
 class VerificationError extends Error {}
 
+/** @param {string[]} argv */
 function parse(argv) {
   let values;
   try {
@@ -56,7 +62,7 @@ function parse(argv) {
       },
     }));
   } catch (err) {
-    throw new UsageError(err.message);
+    throw new UsageError(/** @type {Error} */ (err).message);
   }
   return {
     help: values.help ?? false,
@@ -138,7 +144,11 @@ async function main() {
   console.log(verifiedLine(verified, load));
 }
 
-/** "Shop listening on …; 32 customers shopping for 10 s..." */
+/**
+ * "Shop listening on …; 32 customers shopping for 10 s..."
+ * @param {string} url
+ * @param {{ customers: number, seconds: number, journeys?: number }} run
+ */
 function listening(url, { customers, seconds, journeys }) {
   const what = journeys === undefined ? `for ${seconds} s` : `for ${journeys} journeys`;
   return `Shop listening on ${url}; ${plural(customers, 'customer')} shopping ${what}...`;
@@ -199,6 +209,8 @@ function statusLine(stream) {
  * on disk with what the customers were told: each customer's orders must be
  * exactly its acknowledged checkouts, and the Inventories must hold exactly the
  * units those orders reserved.
+ * @param {string} dir
+ * @param {{ checkouts: Map<string, number>, units: number }} expected from the load
  * @returns {Promise<{ orders: number, units: number }>} what was found
  */
 async function verify(dir, { checkouts, units }) {
@@ -222,10 +234,15 @@ async function verify(dir, { checkouts, units }) {
   }
 }
 
+/**
+ * @param {number} n
+ * @param {string} noun
+ */
 function plural(n, noun) {
   return `${fmt(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
 
+/** @param {number} n */
 function fmt(n) {
   return Math.round(n).toLocaleString('en-US');
 }
@@ -234,7 +251,10 @@ if (require.main === module) {
   main().catch(fail);
 }
 
-/** How `npm run shop` ends on an error: exit 2 for usage, 1 for anything else. */
+/**
+ * How `npm run shop` ends on an error: exit 2 for usage, 1 for anything else.
+ * @param {any} err
+ */
 function fail(err) {
   if (err instanceof UsageError) {
     console.error(`${err.message}\n\n${USAGE}`);

@@ -21,6 +21,7 @@ const MAX_BODY = 64 * 1024;
  * How each DurableError code reads over HTTP. The ones a client can cause or
  * retry get a 4xx or 503; the rest are the server's fault.
  */
+/** @type {Record<string, number>} */
 const STATUS = {
   ERR_DURABLE_BUSY: 503, // the customer's mailbox is full: retry later
   ERR_DURABLE_CLOSED: 503, // shutting down
@@ -33,7 +34,7 @@ const STATUS = {
 
 /**
  * Opens the durable host in `dir` and serves the shop on 127.0.0.1.
- * @param {{ dir: string, port?: number } & Record<string, unknown>} options
+ * @param {{ port?: number } & import('durable-workers').OpenOptions} options
  *   `port` 0 (the default) takes a free one; anything else is passed to `open()`
  *   (`durability`, `maxLive`, ...).
  * @returns {Promise<{ url: string, host: import('durable-workers').Host, close(): Promise<void> }>}
@@ -50,13 +51,14 @@ async function startServer({ dir, port = 0, ...openOptions }) {
   try {
     await new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, '127.0.0.1', resolve);
+      server.listen(port, '127.0.0.1', () => resolve(undefined));
     });
   } catch (err) {
     await host.close();
     throw err;
   }
-  const url = `http://127.0.0.1:${server.address().port}`;
+  // Listening on a TCP port, so the address is an AddressInfo, not a pipe's name.
+  const url = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}`;
 
   let closing = null;
   /** Stops taking requests, lets those in flight finish, then closes the host. */
@@ -73,8 +75,14 @@ async function startServer({ dir, port = 0, ...openOptions }) {
   return { url, host, close };
 }
 
+/**
+ * One request: one call on the customer's Cart.
+ * @param {import('durable-workers').Host} host
+ * @param {http.IncomingMessage} req
+ * @param {http.ServerResponse} res
+ */
 async function handle(host, req, res) {
-  const { pathname } = new URL(req.url, 'http://shop');
+  const { pathname } = new URL(req.url ?? '/', 'http://shop');
   // Split before decoding, so an id may hold an encoded '/'.
   const parts = pathname.split('/').slice(1).map(decodeURIComponent);
   if (parts[0] !== 'cart' || parts.length < 2) return send(res, 404, error('NOT_FOUND', `no route for ${pathname}`));
@@ -97,7 +105,11 @@ async function handle(host, req, res) {
   }
 }
 
-/** Reads a JSON body, refusing anything that is not a small JSON object. */
+/**
+ * Reads a JSON body, refusing anything that is not a small JSON object.
+ * @param {http.IncomingMessage} req
+ * @returns {Promise<Record<string, any>>}
+ */
 async function readJson(req) {
   let size = 0;
   const chunks = [];
@@ -118,6 +130,11 @@ async function readJson(req) {
   return body;
 }
 
+/**
+ * Answers with the error's status and code.
+ * @param {http.ServerResponse} res
+ * @param {any} err whatever was thrown
+ */
 function fail(res, err) {
   let status;
   let code;
@@ -140,10 +157,19 @@ function fail(res, err) {
   send(res, status, error(code, err?.message ?? String(err)));
 }
 
+/**
+ * @param {string} code
+ * @param {string} message
+ */
 function error(code, message) {
   return { error: { code, message } };
 }
 
+/**
+ * @param {http.ServerResponse} res
+ * @param {number} status
+ * @param {unknown} body sent as JSON
+ */
 function send(res, status, body) {
   const json = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
