@@ -307,6 +307,8 @@ export interface HostStats {
   sockets: number;
   /** Messages answered by an auto-response, without waking a worker. */
   autoResponses: number;
+  /** Times a worker's sockets stopped being read because its mailbox was full (backpressure). */
+  socketPauses: number;
   /** Alarm firings run (a firing runs every alarm of one worker that is due). */
   alarmsFired: number;
   /** alarm() handlers that threw (each is retried). */

@@ -199,6 +199,7 @@ class Host extends EventEmitter {
       refused: this.#counts.refused,
       sockets: this.#sockets.count,
       autoResponses: this.#sockets.autoResponses,
+      socketPauses: this.#sockets.paused,
       alarmsFired: this.#counts.alarmsFired,
       alarmsFailed: this.#counts.alarmsFailed,
       commits: n.commits,
@@ -328,7 +329,19 @@ class Host extends EventEmitter {
 
   /** Runs a socket event as one mailbox entry of its worker, materializing it. */
   #socketEvent(key, binding, id, run, desc) {
-    this.#withWorker(key, binding, id, (w) => w.socketEvent(run, desc), () => {});
+    this.#withWorker(
+      key,
+      binding,
+      id,
+      (w) => {
+        w.socketEvent(run, desc);
+        // A frame already read is never dropped; past the mailbox bound the
+        // worker's sockets stop being read until its mailbox drains, so a
+        // flood waits in TCP buffers and at its sender, not in this heap.
+        if (w.mailbox.waiting >= this.#options.mailbox) this.#sockets.pause(key);
+      },
+      () => {},
+    );
   }
 
   // --- shards ------------------------------------------------------------
@@ -441,6 +454,7 @@ class Host extends EventEmitter {
 
   #idle(w) {
     if (w.closed === null) this.#native.end(w.slot);
+    this.#sockets.resume(w.key);
   }
 
   /** Closes a worker behind its queue and forgets it. Never rejects. */

@@ -93,11 +93,15 @@ class SocketRegistry {
   #byWs = new WeakMap();
   /** @type {Map<string, { request: string, response: string }>} */
   #auto = new Map();
+  /** @type {Set<string>} workers whose sockets are not being read (their mailbox is full) */
+  #paused = new Set();
   /** @type {Map<number, object>} socket number → record: how a shard names a socket */
   #bySid = new Map();
   #nextSid = 1;
   #face;
   autoResponses = 0;
+  /** Times a worker's sockets were paused for a full mailbox. */
+  paused = 0;
 
   /**
    * @param {{ deliver(key: string, binding: object, id: string, run: (instance: object) => unknown, desc: object): void,
@@ -144,6 +148,7 @@ class SocketRegistry {
     if (set === undefined) this.#byWorker.set(r.key, (set = new Set()));
     set.add(r);
     const ws = r.ws;
+    if (this.#paused.has(r.key)) ws.pause?.();
     ws.on('message', (data, isBinary) => this.#message(r, typeof data === 'string' || isBinary ? data : data.toString()));
     ws.on('close', (code, reason) => this.#closed(r, code, reason === undefined ? '' : String(reason)));
     ws.on('error', (err) => this.#event(r, (w) => w.webSocketError?.(r.handle, err), { type: 'error', error: serializeError(err) }));
@@ -192,6 +197,20 @@ class SocketRegistry {
     chain.then(() => {
       if (r.chain === chain) r.chain = null;
     });
+  }
+
+  /** Stops reading the sockets of worker `key`: its mailbox is full. */
+  pause(key) {
+    if (this.#paused.has(key)) return;
+    this.#paused.add(key);
+    this.paused++;
+    for (const r of this.#byWorker.get(key) ?? []) r.ws.pause?.();
+  }
+
+  /** Reads the sockets of worker `key` again (its mailbox drained). */
+  resume(key) {
+    if (!this.#paused.delete(key)) return;
+    for (const r of this.#byWorker.get(key) ?? []) r.ws.resume?.();
   }
 
   /** Closes every accepted socket (the host is closing: clients reconnect). */
