@@ -3,13 +3,14 @@
 // the package resolves to ./workerd.mjs instead (the `durable-workers
 // workerd` command does this; see docs/cloudflare.md for wrangler). Here,
 // toDurableObject only explains itself; the Node-side tools are real:
-// buildWorkerd / startWorkerd (a local workerd). The Peek adapter on workerd
-// (cloudflareAdapter) is not built yet: see docs/cloudflare.md.
+// buildWorkerd / startWorkerd (a local workerd), and cloudflareAdapter, the
+// Peek PlatformAdapter on workerd (./peek/adapter.js, docs/cloudflare.md).
 const { DurableError, codes } = require('../errors');
 const { hostOf, handleCall, isWorkerClass } = require('./runtime');
 const { buildWorkerd, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE } = require('./build');
 const { startWorkerd, freePort } = require('./process');
 const wire = require('./wire');
+const { cloudflareAdapter } = require('./peek/adapter');
 
 /** Inside workerd this makes a Durable Object class; in Node it can only say so. */
 function toDurableObject(Class) {
@@ -21,6 +22,7 @@ function toDurableObject(Class) {
 
 module.exports = {
   toDurableObject,
+  cloudflareAdapter,
   hostOf,
   handleCall,
   isWorkerClass,

@@ -7,7 +7,11 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
+const { randomUUID } = require('node:crypto');
 const { sleep, PROBES } = require('./harness');
+
+/** Where the stamp and fresh probes keep their isolate's nonce (on globalThis, which outlives a module graph). */
+const ISOLATE = Symbol.for('durable-workers.peek.isolate');
 
 const unsupported = (what) => ({ ok: false, observed: `cannot check: the adapter has no ${what}()` });
 
@@ -65,6 +69,18 @@ const declarations = [
       const pids = `runs in pids ${a.value.pid}, ${b.value.pid}; host ${process.pid}`;
       if (d.isolation === 'process-per-run') return { ok: a.value.pid !== b.value.pid && a.value.pid !== process.pid && b.value.pid !== process.pid, observed: pids };
       if (d.isolation === 'shared-process') return { ok: a.value.pid === process.pid && b.value.pid === process.pid, observed: pids };
+      if (d.isolation === 'isolate-per-worker') {
+        // Two runs of one worker (stamp) and a run of another (fresh): the
+        // other worker's isolate is not stamp's, and none is the host's.
+        const c = await h.run('fresh');
+        if (!c.ok) return { ok: false, observed: `run failed: ${c.error.message}` };
+        globalThis[ISOLATE] ??= randomUUID();
+        const mine = globalThis[ISOLATE];
+        const [x, y, z] = [a, b, c].map((r) => r.value.isolate);
+        const ok = typeof x === 'string' && typeof z === 'string' && x !== z && y !== z && ![x, y, z].includes(mine);
+        const short = (n) => String(n).slice(0, 8);
+        return { ok, observed: `isolates: stamp ${short(x)}, ${short(y)}; fresh ${short(z)}; host ${short(mine)}` };
+      }
       return { ok: false, observed: `${d.isolation} cannot be observed from here (${pids})` };
     },
   },
@@ -222,7 +238,7 @@ const declarations = [
         const reached = server.stats.requests > 0;
         const ok = reached === (d.network.enforcement === 'guard-rail');
         const t = r.value;
-        return { ok, observed: `import node:http: ${t.import}; fetch: ${t.fetch}; require node:http: ${t.require}; server ${reached ? 'reached' : 'not reached'}` };
+        return { ok, observed: `import node:http: ${t.import}; fetch: ${t.fetch}; require node:http: ${t.require}; ${t.net === undefined ? '' : `node:net: ${t.net}; `}server ${reached ? 'reached' : 'not reached'}` };
       } finally {
         await server.close();
       }

@@ -1,6 +1,10 @@
 // network.enforcement: after the guard is installed, try the ways around it.
-// Reaching the harness's server means the guard is a guard-rail.
+// Reaching the harness's server means the guard is a guard-rail. node:http
+// first; where that goes through the guarded fetch (workerd implements
+// node:http over fetch), a raw socket from node:net.
 import { createRequire } from 'node:module';
+
+const builtin = (name) => globalThis.process?.getBuiltinModule?.(name) ?? createRequire(import.meta.url)(name);
 
 export default async function escape(api, ctx) {
   const { url } = ctx.trigger.params;
@@ -19,7 +23,7 @@ export default async function escape(api, ctx) {
   }
   let http = null;
   try {
-    http = process.getBuiltinModule?.('node:http') ?? createRequire(import.meta.url)('node:http');
+    http = builtin('node:http');
   } catch (err) {
     tried.require = err.code ?? err.message;
   }
@@ -30,6 +34,23 @@ export default async function escape(api, ctx) {
         resolve(`reached (${res.statusCode})`);
       }).on('error', (err) => resolve(err.code ?? err.message));
     });
+  }
+  if (!String(tried.require).startsWith('reached')) {
+    try {
+      const net = builtin('node:net');
+      const { hostname, port, pathname } = new URL(url);
+      tried.net = await new Promise((resolve) => {
+        const socket = net.connect(Number(port), hostname, () => socket.write(`GET ${pathname} HTTP/1.0\r\nHost: ${hostname}\r\n\r\n`));
+        let text = '';
+        socket.on('data', (d) => {
+          text += d;
+        });
+        socket.on('end', () => resolve(/^HTTP\/1\.[01] (\d+)/.test(text) ? `reached (${RegExp.$1})` : `answered ${JSON.stringify(text.slice(0, 40))}`));
+        socket.on('error', (err) => resolve(err.code ?? err.message));
+      });
+    } catch (err) {
+      tried.net = err.code ?? err.message;
+    }
   }
   return tried;
 }

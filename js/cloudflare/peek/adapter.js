@@ -1,0 +1,405 @@
+'use strict';
+// cloudflareAdapter(): the Peek PlatformAdapter on workerd (and, deployed the
+// same way, Cloudflare). The shared host (../../peek/host.js) stays in Node,
+// as with nodeAdapter; what the platform supplies is in workerd:
+//
+//   loadWorkerModule  a build-time map (codeLoad 'deploy'): every worker is
+//                     bundled into the deployment as a factory, in its own
+//                     service (isolation 'isolate-per-worker'); a run is a
+//                     WebSocket to that service (./realm.js, ./realm-client.js)
+//   readCredential    a text binding of the gateway (a secret), read by the host
+//   ensureSchedule    the alarm of the worker's PeekSchedule Durable Object
+//   openChannel       hibernating WebSockets on the PeekHub Durable Object
+//   the datastore     the embedded store's class as a Durable Object
+//
+// The adapter builds the deployment in `dir` and, unless given a `url`,
+// runs it on the pinned local workerd.
+const fs = require('node:fs');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+const { loadManifest, resolveRef } = require('../../peek/manifest');
+const { credentialReader, credentialEnvName } = require('../../peek/credentials');
+const { parseSchedule } = require('../../peek/schedule-spec');
+const { remoteStore } = require('../../peek/store-remote');
+const { WsHub } = require('../../peek/channel-ws');
+const { codes, peekError, toPlainError, fromPlainError } = require('../../peek/errors');
+const wire = require('../wire');
+const { bundle, writeConfig } = require('./build');
+const { WorkerdRealm } = require('./realm-client');
+
+const MIN_INTERVAL_MS = 1000;
+
+function stderrLog({ level, worker, args }) {
+  const text = args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ');
+  process.stderr.write(`[${worker}] ${level}: ${text}\n`);
+}
+
+/** Manifest paths from a list of paths and directories (<dir>/*.json and <dir>/<name>/manifest.json). */
+function manifestPaths(workers) {
+  const out = [];
+  for (const w of [workers].flat()) {
+    const p = path.resolve(String(w));
+    if (fs.statSync(p, { throwIfNoEntry: false })?.isDirectory()) {
+      for (const e of fs.readdirSync(p, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+        if (e.isFile() && e.name.endsWith('.json') && e.name !== 'package.json') out.push(path.join(p, e.name));
+        else if (e.isDirectory() && fs.existsSync(path.join(p, e.name, 'manifest.json'))) out.push(path.join(p, e.name, 'manifest.json'));
+      }
+    } else out.push(p);
+  }
+  return out;
+}
+
+/**
+ * @param {import('../../../cloudflare').CloudflareAdapterOptions} options
+ * @returns {import('../../../cloudflare').CloudflareAdapter}
+ */
+function cloudflareAdapter(options = {}) {
+  const o = checkOptions(options);
+  const log = o.log;
+  const readLocalCredential = credentialReader(o.credentials);
+  const secretOverrides = new Map();
+  let deployment = null; // { workers, outDir, dataDir, port, adminToken }
+  let deploying = null;
+  let workerd = null; // the local workerd process, when this adapter runs it
+  let url = o.url;
+  let host = null;
+  let hostSocket = null; // { close() }
+  let started = false;
+  let hub = null;
+  let closed = false;
+
+  const declares = deepFreeze({
+    name: 'cloudflare-workerd',
+    scheduler: {
+      atLeastOnce: true,
+      retriesOnFailure: o.retries === 0 ? 'none' : o.retries,
+      catchesUpMissedRuns: true,
+      minIntervalMs: MIN_INTERVAL_MS,
+      precisionMs: o.precisionMs,
+    },
+    run: {
+      maxWallClockMs: o.maxWallClockMs,
+      // Local workerd enforces no CPU or memory limit (Cloudflare: 30 s CPU
+      // by default, 128 MB per isolate) and no outbound cap (Cloudflare: 6).
+      maxCpuMs: 'unbounded',
+      memoryMb: 'unbounded',
+      singleFlight: true,
+      maxOutboundConcurrency: 'unbounded',
+      // Measured on local workerd; Cloudflare's edge pins the clock between I/O.
+      clockAdvancesWithoutIo: true,
+    },
+    network: { enforcement: 'guard-rail' },
+    install: { codeLoad: 'deploy' },
+    isolation: 'isolate-per-worker',
+  });
+
+  const alive = () => {
+    if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
+  };
+  const wsBase = () => url.replace(/^http/, 'ws');
+  const admin = (p, init = {}) => {
+    alive();
+    return fetch(`${url}${p}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${deployment.adminToken}` } });
+  };
+  const secrets = () => {
+    const out = {};
+    for (const name of Object.keys(deployment.workers)) {
+      const v = secretOverrides.has(name) ? secretOverrides.get(name) : readLocalCredential(name);
+      if (v) out[name] = v;
+    }
+    return out;
+  };
+  const configure = () =>
+    writeConfig({
+      outDir: deployment.outDir,
+      dataDir: deployment.dataDir,
+      port: deployment.port,
+      workers: deployment.workers,
+      secrets: secrets(),
+      adminToken: deployment.adminToken,
+      retries: o.retries,
+      session: [o.store.user, o.store.profile],
+      allowLocalNetwork: o.allowLocalNetwork,
+    });
+
+  async function deploy() {
+    alive();
+    if (deployment === null) {
+      deploying ??= (async () => {
+        const manifests = manifestPaths(o.workers).map((p) => loadManifest(p));
+        const outDir = path.join(o.dir, 'build');
+        fs.rmSync(outDir, { recursive: true, force: true });
+        const { workers } = await bundle({ manifests, outDir });
+        const tokenFile = path.join(o.dir, 'admin-token');
+        const adminToken = fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : randomBytes(24).toString('hex');
+        fs.writeFileSync(tokenFile, adminToken, { mode: 0o600 });
+        const port = o.port ?? (await require('../process').freePort());
+        deployment = { workers, outDir, dataDir: path.join(o.dir, 'data'), port, adminToken };
+        if (o.url === undefined) url = `http://127.0.0.1:${port}`;
+      })();
+      try {
+        await deploying;
+      } finally {
+        deploying = null;
+      }
+    }
+    const config = configure();
+    if (o.url === undefined && workerd !== null) {
+      // A new config is a new deployment: restart workerd on it. workerd
+      // drains open sockets on SIGTERM; the host's is closed first and
+      // opened again after, a channel's reconnects by itself.
+      const wasStarted = started;
+      if (wasStarted) await adapter.stop();
+      await workerd.stop(500);
+      workerd = null;
+      await runWorkerd(config);
+      if (wasStarted) await adapter.start();
+    }
+    return config;
+  }
+
+  async function runWorkerd(config) {
+    const { startWorkerd } = require('../process');
+    workerd = await startWorkerd({ config, port: deployment.port, onOutput: (line) => log({ level: 'warn', worker: 'workerd', args: [line] }) });
+  }
+
+  /** The host's control socket: the hub sends { t: 'run' } over it for schedules and dispatches. */
+  function connectHost() {
+    const WebSocket = require('ws');
+    let ws = null;
+    let stopped = false;
+    let delay = 100;
+    let timer = null;
+    const connect = () => {
+      if (stopped) return;
+      ws = new WebSocket(`${wsBase()}/peek/host`, { headers: { authorization: `Bearer ${deployment.adminToken}` } });
+      ws.on('open', () => {
+        delay = 100;
+      });
+      ws.on('message', async (data) => {
+        const m = wire.decode(String(data));
+        if (m.t !== 'run') return;
+        let result;
+        if (host === null) result = { ok: false, error: toPlainError(peekError(codes.CLOSED, 'no worker host is attached to this adapter (createWorkerHost({ adapter }))')), ms: 0 };
+        else {
+          const r = await host.run(m.manifestPath, m.trigger).catch((error) => ({ ok: false, error, ms: 0 }));
+          result = r.ok ? r : { ok: false, error: toPlainError(r.error), ms: r.ms };
+        }
+        const current = ws;
+        if (current.readyState === 1) {
+          try {
+            current.send(wire.encode({ t: 'ran', id: m.id, result }));
+          } catch (err) {
+            current.send(wire.encode({ t: 'ran', id: m.id, result: { ok: false, error: toPlainError(err), ms: result.ms } }));
+          }
+        }
+      });
+      ws.on('error', () => {});
+      ws.on('close', () => {
+        if (stopped) return;
+        timer = setTimeout(connect, delay);
+        delay = Math.min(delay * 2, 2000);
+      });
+    };
+    const opened = new Promise((resolve) => {
+      connect();
+      const check = () => (ws.readyState === 1 ? resolve() : stopped ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    return {
+      opened,
+      async close() {
+        stopped = true;
+        clearTimeout(timer);
+        if (ws && ws.readyState <= 1) {
+          const done = new Promise((r) => ws.once('close', r));
+          ws.close();
+          const t = setTimeout(() => ws.terminate(), 1000);
+          await done;
+          clearTimeout(t);
+        }
+      },
+    };
+  }
+
+  const ready = async () => {
+    alive();
+    if (deployment === null) await deploy();
+    if (o.url === undefined && workerd === null) await runWorkerd(configure());
+  };
+
+  const adapter = {
+    declares,
+    get dir() {
+      return o.dir;
+    },
+    /** The gateway's URL (after deploy()/start()). */
+    get url() {
+      return url;
+    },
+    /** The deployed workers: name → { service, path, manifestPath, builtins }. */
+    get workers() {
+      return deployment?.workers ?? null;
+    },
+
+    attachHost(h) {
+      host = h;
+    },
+
+    /** Bundles every worker and writes the config (and restarts a running local workerd on it). */
+    deploy,
+
+    /**
+     * Sets a worker's credential binding and redeploys (a restart of the
+     * local workerd, as `wrangler secret put` is a new deployment). Resolves
+     * to a function that puts the previous value back the same way.
+     */
+    async putSecret(name, value) {
+      const had = secretOverrides.has(name);
+      const before = secretOverrides.get(name);
+      secretOverrides.set(name, value);
+      if (deployment !== null) await deploy();
+      return async () => {
+        if (had) secretOverrides.set(name, before);
+        else secretOverrides.delete(name);
+        if (deployment !== null && !closed) await deploy();
+      };
+    },
+
+    async readCredential(manifest) {
+      await ready();
+      const res = await admin(`/peek/credential/${encodeURIComponent(manifest.name)}`);
+      if (res.status === 404) return undefined;
+      if (!res.ok) throw peekError(codes.CREDENTIAL, `worker ${manifest.name}: workerd answered ${res.status} for its credential`);
+      return (await res.json()).credential;
+    },
+
+    credentialHint(manifest) {
+      return `set ${credentialEnvName(manifest.name)} (or adapter.putSecret(${JSON.stringify(manifest.name)}, value)) and redeploy: the credential is a binding of the deployment`;
+    },
+
+    async openStore(manifest, credential) {
+      await ready();
+      return remoteStore({ url, credential });
+    },
+
+    async openRealm(manifest, { signal }) {
+      await ready();
+      const w = deployment.workers[manifest.name];
+      if (w === undefined || w.path !== manifest.worker.path) {
+        throw peekError(
+          codes.MANIFEST,
+          `worker ${manifest.name} (${manifest.worker.path}) is not in this deployment: on workerd code is loaded at deploy time (codeLoad 'deploy'); add it to cloudflareAdapter({ workers }) and deploy`,
+        );
+      }
+      const realm = new WorkerdRealm(`${wsBase()}/peek/realm/${encodeURIComponent(manifest.name)}`, deployment.adminToken, manifest, { signal, log });
+      await realm.ready();
+      return realm;
+    },
+
+    async ensureSchedule(ref, spec) {
+      const manifest = resolveRef(ref);
+      const intervalMs = parseSchedule(spec, `ensureSchedule(${manifest.name})`);
+      if (intervalMs < MIN_INTERVAL_MS) throw peekError(codes.SCHEDULE, `${manifest.name}: ${spec} is more often than this adapter's minimum interval (${MIN_INTERVAL_MS} ms)`);
+      await ready();
+      const res = await admin(`/peek/schedule/${encodeURIComponent(manifest.name)}`, { method: 'PUT', body: JSON.stringify({ manifestPath: manifest.manifestPath, spec: spec.trim(), intervalMs }) });
+      if (!res.ok) throw peekError(codes.SCHEDULE, `${manifest.name}: workerd answered ${res.status}: ${await res.text()}`);
+      return res.json();
+    },
+
+    async cancelSchedule(ref) {
+      const name = typeof ref === 'string' && !ref.endsWith('.json') ? ref : resolveRef(ref).name;
+      await ready();
+      const res = await admin(`/peek/schedule/${encodeURIComponent(name)}`, { method: 'DELETE' });
+      return res.json();
+    },
+
+    /** Runs a worker through its PeekSchedule object: one run of a worker at a time, whatever the triggers. */
+    async dispatch(ref, trigger) {
+      const manifest = resolveRef(ref);
+      await ready();
+      const res = await admin(`/peek/dispatch/${encodeURIComponent(manifest.name)}`, { method: 'POST', body: wire.encode({ manifestPath: manifest.manifestPath, trigger }) });
+      const r = wire.decode(await res.text());
+      return r.ok ? r : { ok: false, error: fromPlainError(r.error), ms: r.ms };
+    },
+
+    async openChannel(subscription, onMessage) {
+      const topics = subscription?.topics ?? [];
+      if (!Array.isArray(topics) || topics.some((t) => typeof t !== 'string' || t.length === 0)) {
+        throw new TypeError('openChannel({ topics }, onMessage): topics must be an array of non-empty strings');
+      }
+      if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
+      await ready();
+      hub ??= new WsHub(`${wsBase()}/peek/channel?token=${deployment.adminToken}`, { log });
+      return hub.open(topics, onMessage);
+    },
+
+    log(record) {
+      log(record);
+    },
+
+    /** Deploys if needed, runs the local workerd, and connects the host: schedules fire from now on. */
+    async start() {
+      await ready();
+      if (started) return;
+      started = true;
+      hostSocket = connectHost();
+      await hostSocket.opened;
+    },
+
+    /** Disconnects the host. workerd keeps the schedules; a slot due meanwhile waits and runs once at start(). */
+    async stop() {
+      started = false;
+      const s = hostSocket;
+      hostSocket = null;
+      await s?.close();
+    },
+
+    /** stop(), the channel, and the local workerd. */
+    async close() {
+      if (closed) return;
+      await adapter.stop();
+      closed = true;
+      if (hub !== null) await hub.close();
+      if (workerd !== null) await workerd.stop();
+      workerd = null;
+    },
+  };
+  return adapter;
+}
+
+function checkOptions(options) {
+  if (options === null || typeof options !== 'object') throw new TypeError('cloudflareAdapter(options): options must be an object');
+  if (typeof options.dir !== 'string' || options.dir.length === 0) throw new TypeError('cloudflareAdapter({ dir }) is required: where the deployment is built and workerd keeps its data');
+  if (options.workers === undefined) throw new TypeError('cloudflareAdapter({ workers }) is required: the manifests (or directories of them) to deploy');
+  const positive = (name, v, dflt) => {
+    if (v === undefined) return dflt;
+    if (!Number.isInteger(v) || v <= 0 || v > 2 ** 31 - 1) throw new RangeError(`cloudflareAdapter({ ${name} }): must be a positive integer below 2^31, got ${v}`);
+    return v;
+  };
+  const retries = options.retries ?? 3;
+  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new RangeError(`cloudflareAdapter({ retries }): an integer from 0 to 20, got ${retries}`);
+  if (options.url !== undefined && !/^https?:\/\//.test(options.url)) throw new TypeError('cloudflareAdapter({ url }): must be an http(s) URL');
+  if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('cloudflareAdapter({ log }): must be a function (record) => void');
+  const store = options.store ?? {};
+  return {
+    dir: path.resolve(options.dir),
+    workers: options.workers,
+    url: options.url?.replace(/\/+$/, ''),
+    port: options.port === undefined ? undefined : positive('port', options.port),
+    maxWallClockMs: positive('maxWallClockMs', options.maxWallClockMs, 15 * 60_000),
+    precisionMs: positive('precisionMs', options.precisionMs, 2000),
+    retries,
+    allowLocalNetwork: options.allowLocalNetwork ?? false,
+    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file },
+    store: { user: store.user ?? 'local', profile: store.profile ?? 'default' },
+    log: options.log ?? stderrLog,
+  };
+}
+
+function deepFreeze(o) {
+  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
+  return Object.freeze(o);
+}
+
+module.exports = { cloudflareAdapter, manifestPaths };

@@ -1,0 +1,265 @@
+'use strict';
+// Inside workerd: the gateway service of a Peek deployment, and its two
+// Durable Object classes.
+//
+//   PeekHub       one object ("hub"): the hibernating WebSockets. The host
+//                 (the Node supervisor running createWorkerHost) holds one
+//                 tagged 'host', over which schedules ask it to run a worker;
+//                 channels hold ones tagged 'channel' (the pubsub protocol of
+//                 ../../peek/channel-ws.js).
+//   PeekSchedule  one object per Peek worker: its schedule as the object's
+//                 alarm, retries with backoff done here (declared, not the
+//                 platform's six), and one run of the worker at a time
+//                 (schedules and dispatched commands alike).
+//   the store     the embedded store's PeekStore class, unchanged, as a
+//                 Durable Object (toDurableObject), reached at
+//                 POST /datastore/<method> with the worker's credential.
+//
+// Credentials are text bindings of this service (PEEK_CREDENTIAL_<NAME>,
+// set by a deploy as `wrangler secret put` is), never bindings of a
+// worker's service: a worker's isolate has no way to read them.
+// Every other route needs the deployment's admin token.
+const wire = require('../wire');
+const { hostOf } = require('../runtime');
+const { PeekStore } = require('../../peek/store-embedded');
+const { STORE_METHODS } = require('../../peek/store-methods');
+const { nextAfter } = require('../../peek/schedule-spec');
+const { matches } = require('../../peek/topics');
+
+const CREDENTIAL_PREFIX = 'PEEK_CREDENTIAL_';
+const MAX_BACKOFF_MS = 300_000;
+
+const json = (v, status = 200) => new Response(JSON.stringify(v), { status, headers: { 'content-type': 'application/json' } });
+const bearer = (request) => /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? null;
+const hubOf = (env) => env.PEEK_HUB.get(env.PEEK_HUB.idFromName('hub'));
+const scheduleOf = (env, name) => env.PEEK_SCHEDULE.get(env.PEEK_SCHEDULE.idFromName(name));
+
+/** Constant-time enough for equal-length secrets. */
+function same(a, b) {
+  if (typeof a !== 'string' || typeof b !== 'string' || a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return d === 0;
+}
+
+async function fetchHandler(request, env) {
+  const url = new URL(request.url);
+  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'datastore' && parts.length === 2 && request.method === 'POST') return datastore(request, env, parts[1]);
+  if (parts[0] !== 'peek') return new Response('not found', { status: 404 });
+  const token = bearer(request) ?? url.searchParams.get('token');
+  if (!same(token, env.PEEK_ADMIN_TOKEN)) return new Response('unauthorized', { status: 401 });
+  const [, what, name] = parts;
+  switch (what) {
+    case 'credential': {
+      const v = env[CREDENTIAL_PREFIX + String(name).toUpperCase().replace(/[^A-Z0-9]/g, '_')];
+      return typeof v === 'string' && v.length > 0 ? json({ credential: v }) : json({ credential: null }, 404);
+    }
+    case 'realm': {
+      const binding = JSON.parse(env.PEEK_WORKERS)[name];
+      if (binding === undefined) return json({ error: `worker ${name} is not in this deployment` }, 404);
+      return env[binding].fetch(request);
+    }
+    case 'host':
+    case 'channel':
+      return hubOf(env).fetch(request);
+    case 'schedule': {
+      const s = scheduleOf(env, name);
+      if (request.method === 'PUT') return json(await s.setSchedule(name, await request.json()));
+      if (request.method === 'DELETE') return json(await s.cancel());
+      return json(await s.schedule());
+    }
+    case 'dispatch': {
+      const body = wire.decode(await request.text());
+      return new Response(wire.encode(await scheduleOf(env, name).dispatch(name, body.manifestPath, body.trigger)));
+    }
+    default:
+      return new Response('not found', { status: 404 });
+  }
+}
+
+async function datastore(request, env, method) {
+  const token = bearer(request);
+  const granted = token !== null && Object.keys(env).some((k) => k.startsWith(CREDENTIAL_PREFIX) && same(env[k], token));
+  if (!granted) return json({ error: 'the credential is not one this deployment holds' }, 401);
+  if (!STORE_METHODS.includes(method)) return json({ error: `${method} is not a datastore method` }, 404);
+  let args;
+  try {
+    ({ args = [] } = await request.json());
+  } catch {
+    return json({ error: 'the body must be JSON { "args": [...] }' }, 400);
+  }
+  const [user, profile] = JSON.parse(env.PEEK_STORE_SESSION);
+  try {
+    return json({ data: await hostOf(env).get(PeekStore, JSON.stringify([user, profile]))[method](...args) });
+  } catch (err) {
+    return json({ error: String(err?.message ?? err) }, 400);
+  }
+}
+
+/** @param {new (ctx: any, env: any) => object} DurableObject from cloudflare:workers */
+function classes(DurableObject) {
+  class PeekHub extends DurableObject {
+    #pending = new Map();
+    #next = 1;
+
+    async fetch(request) {
+      const url = new URL(request.url);
+      if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return new Response('expected a WebSocket upgrade', { status: 426 });
+      const [client, server] = Object.values(new WebSocketPair());
+      if (url.pathname.endsWith('/host')) {
+        this.ctx.acceptWebSocket(server, ['host']);
+        // Schedules that fell due while no host was connected run now.
+        const waiting = (await this.ctx.storage.get('waiting')) ?? [];
+        await this.ctx.storage.delete('waiting');
+        for (const name of waiting) scheduleOf(this.env, name).wake().catch(() => {});
+      } else {
+        this.ctx.acceptWebSocket(server, ['channel']);
+        server.serializeAttachment({ topics: [] });
+      }
+      return new Response(null, { status: 101, webSocket: client });
+    }
+
+    /** Asks the connected host to run a worker; { noHost: true } when none is connected. */
+    async run(name, manifestPath, trigger) {
+      const host = this.ctx.getWebSockets('host')[0];
+      if (host === undefined) {
+        const waiting = (await this.ctx.storage.get('waiting')) ?? [];
+        if (!waiting.includes(name)) await this.ctx.storage.put('waiting', [...waiting, name]);
+        return { noHost: true };
+      }
+      const id = this.#next++;
+      const answer = new Promise((resolve) => this.#pending.set(id, { resolve, ws: host }));
+      host.send(wire.encode({ t: 'run', id, name, manifestPath, trigger }));
+      return answer;
+    }
+
+    webSocketMessage(ws, data) {
+      const text = typeof data === 'string' ? data : new TextDecoder().decode(data);
+      if (this.ctx.getTags(ws).includes('host')) {
+        const m = wire.decode(text);
+        if (m.t !== 'ran') return;
+        const p = this.#pending.get(m.id);
+        this.#pending.delete(m.id);
+        p?.resolve(m.result);
+        return;
+      }
+      let m;
+      try {
+        m = JSON.parse(text);
+      } catch {
+        return;
+      }
+      const att = ws.deserializeAttachment() ?? { topics: [] };
+      if (m.type === 'subscribe' || m.type === 'unsubscribe') {
+        const topics = new Set(att.topics);
+        for (const t of m.topics ?? []) m.type === 'subscribe' ? topics.add(String(t)) : topics.delete(String(t));
+        ws.serializeAttachment({ topics: [...topics] });
+      } else if (m.type === 'publish' && typeof m.topic === 'string') {
+        const out = JSON.stringify({ type: 'message', topic: m.topic, message: m.message });
+        for (const other of this.ctx.getWebSockets('channel')) {
+          const subs = other.deserializeAttachment()?.topics ?? [];
+          if (matches(subs, m.topic)) other.send(out);
+        }
+      }
+    }
+
+    webSocketClose(ws, code) {
+      this.#hostGone(ws);
+      try {
+        ws.close(code === 1005 ? 1000 : code, 'closing');
+      } catch {
+        // Already closed.
+      }
+    }
+
+    webSocketError(ws) {
+      this.#hostGone(ws);
+    }
+
+    #hostGone(ws) {
+      for (const [id, p] of this.#pending) {
+        if (p.ws !== ws) continue;
+        this.#pending.delete(id);
+        p.resolve({ ok: false, error: { name: 'Error', code: 'ERR_PEEK_CLOSED', message: 'the host disconnected during the run' }, ms: 0 });
+      }
+    }
+  }
+
+  class PeekSchedule extends DurableObject {
+    #chain = Promise.resolve();
+
+    /** One run of this worker at a time. */
+    #exclusive(fn) {
+      const p = this.#chain.then(fn);
+      this.#chain = p.catch(() => {});
+      return p;
+    }
+
+    get #retries() {
+      return Number(this.env.PEEK_RETRIES ?? 3);
+    }
+
+    async setSchedule(name, { manifestPath, spec, intervalMs }) {
+      const s = await this.ctx.storage.get('schedule');
+      const pending = await this.ctx.storage.getAlarm();
+      if (s && s.spec === spec && s.manifestPath === manifestPath && pending !== null) return { changed: false, next: pending };
+      const slot = Date.now() + intervalMs;
+      await this.ctx.storage.put('schedule', { name, manifestPath, spec, intervalMs, slot, attempt: 0, gen: (s?.gen ?? 0) + 1 });
+      await this.ctx.storage.setAlarm(slot);
+      return { changed: true, next: slot };
+    }
+
+    async cancel() {
+      const had = (await this.ctx.storage.get('schedule')) !== undefined;
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+      return had;
+    }
+
+    async schedule() {
+      const s = await this.ctx.storage.get('schedule');
+      return s ? { spec: s.spec, manifestPath: s.manifestPath, next: await this.ctx.storage.getAlarm() } : null;
+    }
+
+    dispatch(name, manifestPath, trigger) {
+      return this.#exclusive(async () => {
+        const r = await hubOf(this.env).run(name, manifestPath, trigger);
+        return r.noHost ? { ok: false, error: { name: 'Error', code: 'ERR_PEEK_CLOSED', message: `no host is connected to run ${name} (start the adapter)` }, ms: 0 } : r;
+      });
+    }
+
+    /** The host is back: a slot that found none runs now. */
+    async wake() {
+      const s = await this.ctx.storage.get('schedule');
+      if (s?.waiting) await this.ctx.storage.setAlarm(Date.now());
+    }
+
+    async alarm() {
+      const s = await this.ctx.storage.get('schedule');
+      if (!s) return;
+      const r = await this.#exclusive(() => hubOf(this.env).run(s.name, s.manifestPath, { kind: 'schedule', scheduledFor: s.slot }));
+      // The schedule may have been cancelled or replaced during the run.
+      const now = await this.ctx.storage.get('schedule');
+      if (!now || now.gen !== s.gen) return;
+      if (r.noHost) {
+        // Nobody to run it: the slot waits for a host (the hub wakes us).
+        await this.ctx.storage.put('schedule', { ...now, waiting: true });
+        return;
+      }
+      if (!r.ok && now.attempt < this.#retries) {
+        const attempt = now.attempt + 1;
+        await this.ctx.storage.put('schedule', { ...now, attempt, waiting: false });
+        await this.ctx.storage.setAlarm(Date.now() + Math.min(1000 * 2 ** (attempt - 1), MAX_BACKOFF_MS));
+        return;
+      }
+      const slot = nextAfter(s.slot, s.intervalMs, Date.now());
+      await this.ctx.storage.put('schedule', { ...now, slot, attempt: 0, waiting: false });
+      await this.ctx.storage.setAlarm(slot);
+    }
+  }
+
+  return { PeekHub, PeekSchedule };
+}
+
+module.exports = { fetchHandler, classes };
