@@ -1,6 +1,7 @@
 // Types for `durable-workers/cloudflare`: the same DurableWorker classes as
 // Durable Objects on workerd and Cloudflare. See docs/cloudflare.md.
 import type { DurableWorker, WorkerClass, Stub } from './index';
+import type { PlatformAdapter, AdapterDeclaration, WorkerHost, WorkerRef, Trigger, RunResult } from './peek';
 
 /** The workerd release this package is tested against (the npm devDependency is pinned to it exactly). */
 export const WORKERD_VERSION: '1.20261117.1';
@@ -124,3 +125,47 @@ export function freePort(): Promise<number>;
 
 /** The path of the pinned workerd binary; throws ERR_DURABLE_NAME if another version is installed. */
 export function workerdBinary(): string;
+
+export interface CloudflareAdapterOptions {
+  /** Where the deployment is built (`build/`), workerd keeps its data (`data/`), and the admin token lives. */
+  dir: string;
+  /** The workers deployed (codeLoad 'deploy'): manifest paths, or directories of `*.json` and `<name>/manifest.json`. */
+  workers: string | string[];
+  /** The gateway's port on 127.0.0.1 (default: a free one). */
+  port?: number;
+  /** A gateway already running this deployment: the adapter then starts no workerd. */
+  url?: string;
+  /** Credentials read at deploy time into text bindings: PEEK_CREDENTIAL_<NAME>, or a JSON file { "<worker>": "<credential>" }. */
+  credentials?: { envPrefix?: string | false; file?: string };
+  /** The embedded store's session (default local, default). */
+  store?: { user?: string; profile?: string };
+  /** Retries of a failed scheduled run, at 1 s, 2 s, 4 s … (default 3). */
+  retries?: number;
+  maxWallClockMs?: number;
+  precisionMs?: number;
+  /** Let workers reach private and loopback addresses (globalOutbound). Default false. */
+  allowLocalNetwork?: boolean;
+  log?: (record: { level: 'info' | 'warn' | 'error'; worker: string; args: unknown[] }) => void;
+}
+
+export interface CloudflareAdapter extends PlatformAdapter {
+  readonly declares: AdapterDeclaration & { isolation: 'isolate-per-worker'; install: { codeLoad: 'deploy' } };
+  readonly dir: string;
+  /** The gateway's URL, once deployed. */
+  readonly url: string | undefined;
+  /** The deployed workers by name, once deployed. */
+  readonly workers: Record<string, { service: string; binding: string; path: string; manifestPath: string; builtins: string[] }> | null;
+  attachHost(host: WorkerHost): void;
+  /** Bundles every worker and writes the config; restarts a running local workerd on it. Resolves to the config path. */
+  deploy(): Promise<string>;
+  /** Sets a worker's credential binding and redeploys; resolves to an undo (which redeploys too). */
+  putSecret(name: string, value: string): Promise<() => Promise<void>>;
+  /** One run of a worker at a time, through its schedule object. */
+  dispatch(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The Peek PlatformAdapter on workerd (and Cloudflare): a service (isolate) per worker, schedules as Durable Object alarms, a hibernating channel. */
+export function cloudflareAdapter(options: CloudflareAdapterOptions): CloudflareAdapter;
