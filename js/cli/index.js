@@ -10,6 +10,7 @@ const COMMANDS = [
   require('./conformance'),
   require('./inspect'),
   require('./peek'),
+  require('./repair'),
   require('./shop'),
   require('./workerd'),
 ];
