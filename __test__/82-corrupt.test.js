@@ -134,3 +134,25 @@ test('repair() of a directory another host owns is ERR_DURABLE_LOCKED', async (t
   t.teardown(() => host.close());
   t.is((await t.throwsAsync(repair(dir))).code, 'ERR_DURABLE_LOCKED');
 });
+
+test('the repair command rebuilds a damaged catalog, and refuses with exit 3 while a process owns the directory', async (t) => {
+  const { execFile } = require('node:child_process');
+  const bin = path.join(__dirname, '..', 'bin', 'durable-workers.js');
+  const run = (...args) =>
+    new Promise((resolve) => execFile(process.execPath, [bin, ...args], (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr })));
+  const { dir } = await notes(t);
+  const host = await open({ dir });
+  const owned = await run('repair', dir);
+  t.is(owned.code, 3, owned.stderr);
+  t.regex(owned.stderr, /owns/);
+  await host.close();
+  fs.writeFileSync(path.join(dir, '_registry.db'), 'not a database'.repeat(500));
+  const done = await run('repair', dir, '--json');
+  t.is(done.code, 0, done.stderr);
+  const report = JSON.parse(done.stdout);
+  t.is(report.workers, 5);
+  t.truthy(report.movedAside);
+  const again = await open({ dir });
+  t.teardown(() => again.close());
+  t.deepEqual(await ids(again), IDS);
+});
