@@ -47,6 +47,7 @@ async function measure({ customers = 32, seconds = 5, shards = 2 } = {}) {
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
     ['durable-workers', path.join(__dirname, 'shop', 'durable-server.js'), []],
     [`durable-workers, ${shards} shards`, path.join(__dirname, 'shop', 'durable-server.js'), [String(shards)]],
+    ['durable-workers on local workerd (Durable Objects)', path.join(__dirname, 'shop', 'workerd-server.js'), []],
   ];
   try {
     const device = measureDeviceSync({ dir: path.join(root, 'device'), seconds: 1 });
