@@ -134,6 +134,18 @@ test('every member of Host, DurableState, Collection, WorkerContext, DurableWork
   t.deepEqual(missing, [], `no "#### \`…${'${member}'}…\`" heading under "### \`${'${type}'}\`" for: ${missing.join(', ')}`);
 });
 
+test('every field of the option and counter types is mentioned in its section (a new counter or option gets a row)', (t) => {
+  const missing = [];
+  for (const [section, file, names] of [
+    ['durable-workers', 'index.d.ts', ['OpenOptions', 'ShardOptions', 'HostStats']],
+    ['durable-workers/peek', 'peek.d.ts', ['NodeAdapterOptions']],
+  ]) {
+    const { members } = readTypes(file);
+    for (const name of names) for (const field of members.get(name) ?? ['(the type itself is gone)']) if (!mentioned(doc.get(section).text, field)) missing.push(`${name}.${field}`);
+  }
+  t.deepEqual(missing, []);
+});
+
 test('every command of the CLI has a heading under "Command line", and every such heading is a command', (t) => {
   const { COMMANDS } = require('../js/cli');
   const body = doc.get('Command line');
