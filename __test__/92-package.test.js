@@ -152,10 +152,13 @@ serial('require("durable-workers/peek") exports the portable worker host API tha
   t.is(exported.get('codes'), 'object');
 });
 
-(fs.existsSync(CLOUDFLARE) ? serial : test.serial.skip)('require("durable-workers/cloudflare") resolves to the installed js/cloudflare/index.js', (t) => {
+(fs.existsSync(CLOUDFLARE) ? serial : test.serial.skip)('require("durable-workers/cloudflare") resolves to the installed js/cloudflare/index.js and loads without the dev dependencies', (t) => {
   t.timeout(120_000);
-  const { dir } = project();
+  const { dir, main } = project();
   t.is(node(dir, ['-p', 'require.resolve("durable-workers/cloudflare")']), path.join(dir, 'node_modules', 'durable-workers', 'js', 'cloudflare', 'index.js'));
+  // workerd and esbuild are devDependencies: loading the module must not need them.
+  t.is(node(dir, ['-p', 'typeof require("durable-workers/cloudflare").toDurableObject']), 'function');
+  if (fs.existsSync(path.join(ROOT, 'cloudflare.d.ts'))) t.true(main.files.includes('cloudflare.d.ts'), 'its types are in the tarball');
 });
 if (!fs.existsSync(CLOUDFLARE)) console.log('92-package: the durable-workers/cloudflare check is skipped: js/cloudflare/index.js does not exist yet');
 
