@@ -34,10 +34,9 @@ exit codes:
  * `inspect <dir> [--json] [--alarms N]`.
  * @param {string[]} args the arguments after `inspect`
  * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
- * @param {{ now?: () => number }} [clock] for tests of the relative times
  * @returns {Promise<number>} the exit code (see EXIT)
  */
-async function run(args, io, { now = Date.now } = {}) {
+async function run(args, io) {
   return withUsage(help, io, async () => {
     const { values, positionals } = parse(args, { json: { type: 'boolean' }, alarms: { type: 'string' } });
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'inspect needs a directory' : `inspect takes one directory (got ${positionals.join(' ')})`);
@@ -73,8 +72,7 @@ async function run(args, io, { now = Date.now } = {}) {
       throw err;
     }
 
-    const t = now();
-    io.stdout.write(values.json ? `${JSON.stringify(toJson(summary), null, 2)}\n` : render(summary, t));
+    io.stdout.write(values.json ? `${JSON.stringify(toJson(summary), null, 2)}\n` : render(summary, Date.now()));
     return EXIT.OK;
   });
 }
