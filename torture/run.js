@@ -38,7 +38,7 @@ const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '20' },
     seed: { type: 'string' },
-    'seconds-per-round': { type: 'string', default: '1.5' },
+    'seconds-per-round': { type: 'string', default: '2' },
     dir: { type: 'string' },
     fresh: { type: 'boolean', default: false },
     'sync-ms': { type: 'string', default: '5' },
@@ -76,7 +76,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * it has exited and its channel has closed, so every acknowledgement it sent
  * has arrived.
  */
-async function runChild(spec, killAfterMs) {
+async function runChild(spec, killAfterMs, early) {
   const child = fork(path.join(__dirname, 'child.js'), [JSON.stringify(spec)], {
     env: slowSyncEnv(SYNC_MS),
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -88,6 +88,9 @@ async function runChild(spec, killAfterMs) {
     if (got.killedAt === 0) got.killedAt = Date.now();
     child.kill('SIGKILL');
   };
+  // An early kill lands anywhere from the fork on: while the host opens,
+  // recovers the files the last kill left, reconciles the alarm index.
+  if (early) setTimeout(kill, killAfterMs);
   const notReady = setTimeout(() => {
     got.violations.push(`the child was not ready after ${READY_TIMEOUT_MS} ms`);
     kill();
@@ -97,7 +100,7 @@ async function runChild(spec, killAfterMs) {
       clearTimeout(notReady);
       got.readyAt = Date.now();
       got.preloaded = msg.preloaded;
-      setTimeout(kill, killAfterMs);
+      if (!early) setTimeout(kill, killAfterMs);
     } else if (msg.ack !== undefined) got.acked.set(msg.ack, msg.v);
     else if (msg.refused !== undefined) got.refused++;
     else if (msg.violation !== undefined) got.violations.push(`child: ${msg.violation}`);
@@ -341,12 +344,13 @@ async function main() {
     }
     const maxLive = rand.chance(0.5) ? 6 : 128;
     const durability = rand.chance(0.25) ? 'relaxed' : 'full';
-    const killAfterMs = Math.round((0.1 + 0.9 * rand.next()) * SECONDS * 1000);
+    const early = rand.chance(0.1);
+    const killAfterMs = early ? rand.int(300) : Math.round((0.1 + 0.9 * rand.next()) * SECONDS * 1000);
     const intentsFile = path.join(base, `intents-${round}.log`);
     fs.writeFileSync(intentsFile, '');
     issued.set(`round:${round}`, true);
     const spec = { dir, intents: intentsFile, round, seed: SEED, maxLive, durability, alarmMinMs: ALARM_MIN_MS, alarmMaxMs: ALARM_MAX_MS, break: args.break };
-    const got = await runChild(spec, killAfterMs);
+    const got = await runChild(spec, killAfterMs, early);
     const violations = [...got.violations];
     const intents = readIntents(intentsFile);
     for (const it of intents) if (it.op === 'alarm') issued.set(it.name, it.w);
@@ -374,7 +378,7 @@ async function main() {
     totals.violations += violations.length;
     if (!args.quiet || violations.length > 0) {
       console.log(
-        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: killed after ${got.killedAt - got.readyAt} ms (maxLive ${maxLive}, ${durability}); ` +
+        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: killed ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}); ` +
           `${intents.length} calls, ${got.acked.size} acknowledged, ${got.refused} refused as planned; checked ${ops} writes, ${alarms} alarms, ${files} files; ` +
           `${violations.length} violations; ${Date.now() - t0} ms`,
       );
