@@ -88,7 +88,14 @@ impl Committer {
 
     /// Runs what is queued, then ends the threads. Blocks until they have ended.
     pub fn stop(&self) {
-        self.shared.stop.store(true, Ordering::Release);
+        {
+            // Under the queue's lock: a thread between its last look at `stop`
+            // and its wait holds this lock, so the notify below cannot fall in
+            // that gap and be lost (it was, about once in 1,000 closes, and the
+            // join below then waited for ever).
+            let _queue = self.shared.queue.lock();
+            self.shared.stop.store(true, Ordering::Release);
+        }
         self.shared.wake.notify_all();
         for h in self.threads.lock().drain(..) {
             // A job that panicked has already answered its caller (the napi
