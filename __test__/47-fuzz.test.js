@@ -1,0 +1,605 @@
+'use strict';
+// Hostile and random input, against the documented contract (API.md §1,
+// index.d.ts, README "Errors"):
+//   - this.state against an in-memory model: random sets, deletes, reads,
+//     lists (prefix / start / end / limit / reverse), transactions that commit
+//     or throw (nested too), calls that throw after writing, deleteAll, and
+//     reopens (the host closed and the directory opened again); keys from the
+//     whole Unicode range, empty, at 2,048 and 2,049 bytes, with lone
+//     surrogates; values that cannot be cloned;
+//   - ids from the whole Unicode range, empty, 2,049 bytes, NUL, slashes and
+//     "..": each valid one its own file inside the directory, the others
+//     ERR_DURABLE_ID wherever an id is taken;
+//   - values, arguments and results that cannot be cloned: ERR_DURABLE_UNCLONEABLE;
+//   - method names such as __proto__, constructor, then, toString, start, alarm.
+// After every bad input, nothing changed: not the worker's own state, not
+// another worker's.
+//
+// Key order. The docs say "sorted"; js/state.js sorts keys, and compares
+// `start` / `end`, as JavaScript strings (UTF-16 code units), so that is what
+// the model does ('\u{10000}' sorts before '\uFFFF'). host.ids() is sorted
+// by the catalog, by code point; the ids test compares sets.
+//
+// A failure prints the shrunk counterexample and the seed; replay with
+// FUZZ_SEED=<seed> FUZZ_PATH=<path>. FUZZ_RUNS=<n> runs longer.
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { Buffer } = require('node:buffer');
+const test = require('ava');
+const fc = require('fast-check');
+const { open, DurableWorker } = require('..');
+const { tmpDir } = require('./helpers/tmp');
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
+const replay = () =>
+  process.env.FUZZ_SEED === undefined ? {} : { seed: Number(process.env.FUZZ_SEED), path: process.env.FUZZ_PATH };
+
+// --- inputs ------------------------------------------------------------------
+
+const LONE = ['\uD800', 'a\uDC00', '\uDBFF\uDBFF'];
+const KEY_2048 = ['a'.repeat(2048), 'é'.repeat(1024), '\u{1F600}'.repeat(512), `${'€'.repeat(682)}ab`];
+const KEY_2049 = ['a'.repeat(2049), `${'é'.repeat(1024)}a`, `${'\u{1F600}'.repeat(512)}a`, `${'€'.repeat(683)}`];
+/** Short keys that collide, prefix each other and sort differently by code unit and by code point. */
+const NEAR = ['', 'a', 'ab', 'b', 'B', '\u0000', 'a\u0000', '/', '..', '\uFFFF', '\u{10000}', '\u{10FFFF}', 'é', 'e\u0301', 'constructor', '__proto__'];
+
+for (const k of KEY_2048) assert.equal(Buffer.byteLength(k), 2048);
+for (const k of KEY_2049) assert.equal(Buffer.byteLength(k), 2049);
+
+const validKey = (k) => k.isWellFormed() && Buffer.byteLength(k) <= 2048;
+
+const shortKey = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 6 }),
+  fc.constantFrom(...NEAR),
+  fc.string({ unit: fc.constantFrom('a', 'b', '\uFFFF', '\u{10000}'), maxLength: 3 }),
+);
+const keyArb = fc.oneof({ weight: 8, arbitrary: shortKey }, { weight: 1, arbitrary: fc.constantFrom(...KEY_2048, ...KEY_2049, ...LONE) });
+
+/** A marker the worker turns into a value that cannot be cloned (functions cannot be sent as arguments). */
+const UNCLONEABLE = ['function', 'symbol', 'nested function', 'WeakMap', 'Promise'];
+function uncloneable(kind) {
+  switch (kind) {
+    case 'function':
+      return () => 1;
+    case 'symbol':
+      return Symbol('s');
+    case 'nested function':
+      return { a: [1, { f() {} }] };
+    case 'WeakMap':
+      return new WeakMap();
+    case 'Promise':
+      return Promise.resolve(1);
+  }
+  throw new Error(kind);
+}
+
+const valueArb = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constant(undefined),
+  fc.string({ unit: 'binary', maxLength: 8 }),
+  fc.bigInt(),
+  fc.date({ noInvalidDate: true }),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ unit: 'binary', maxLength: 3 }), fc.integer(), { maxKeys: 3, noNullPrototype: true }),
+  fc.tuple(fc.integer(), fc.string({ maxLength: 3 })).map(([a, b]) => new Map([[a, b]])),
+);
+
+const listOptsArb = fc.record(
+  {
+    prefix: shortKey,
+    start: shortKey,
+    end: shortKey,
+    limit: fc.nat(5),
+    reverse: fc.boolean(),
+  },
+  { requiredKeys: [] },
+);
+
+const leafOp = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key: keyArb, value: valueArb }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key: keyArb, bad: fc.constantFrom(...UNCLONEABLE) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('delete'), key: keyArb }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('get'), key: keyArb }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('has'), key: keyArb }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('list'), opts: listOptsArb }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'keys' }) },
+);
+const txnOf = (inner) => fc.record({ op: fc.constant('txn'), ops: fc.array(inner, { maxLength: 4 }), throws: fc.boolean() });
+const opArb = fc.oneof({ weight: 6, arbitrary: leafOp }, { weight: 1, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leafOp }, { weight: 1, arbitrary: txnOf(leafOp) })) });
+
+const stepArb = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ step: fc.constant('call'), ops: fc.array(opArb, { minLength: 1, maxLength: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leafOp, { minLength: 1, maxLength: 3 }) }) },
+  { weight: 1, arbitrary: fc.constant({ step: 'reopen' }) },
+  { weight: 1, arbitrary: fc.constant({ step: 'deleteAll' }) },
+);
+
+// --- the worker and the model run the same ops ----------------------------------
+
+class Planned extends Error {}
+
+/** Runs `ops` on a DurableState; what each one gave. Shared shape with `model`. */
+async function runOps(state, ops) {
+  const out = [];
+  for (const o of ops) {
+    try {
+      switch (o.op) {
+        case 'set': {
+          const before = state.size;
+          try {
+            state.set(o.key, o.bad === undefined ? o.value : uncloneable(o.bad));
+            out.push({ ok: true });
+          } catch (err) {
+            out.push({ code: err.code, unchanged: state.size === before });
+          }
+          break;
+        }
+        case 'delete': {
+          const before = state.size;
+          try {
+            out.push({ value: state.delete(o.key) });
+          } catch (err) {
+            out.push({ code: err.code, unchanged: state.size === before });
+          }
+          break;
+        }
+        case 'get':
+          out.push({ value: state.get(o.key) });
+          break;
+        case 'has':
+          out.push({ value: state.has(o.key) });
+          break;
+        case 'list':
+          out.push({ value: [...state.list(o.opts)] });
+          break;
+        case 'keys':
+          out.push({ value: state.keys() });
+          break;
+        case 'txn': {
+          let inner;
+          try {
+            await state.transaction(async () => {
+              inner = await runOps(state, o.ops);
+              if (o.throws) throw new Planned('planned');
+            });
+            out.push({ inner, threw: false });
+          } catch (err) {
+            if (!(err instanceof Planned)) throw err;
+            out.push({ inner, threw: true });
+          }
+          break;
+        }
+        default:
+          throw new Error(`unknown op ${o.op}`);
+      }
+    } catch (err) {
+      out.push({ unexpected: String(err?.stack ?? err) });
+    }
+  }
+  return out;
+}
+
+/** The model: a Map, keys sorted as JavaScript strings. */
+function model(m, ops) {
+  const out = [];
+  for (const o of ops) {
+    switch (o.op) {
+      case 'set':
+        if (!validKey(o.key)) out.push({ code: 'ERR_DURABLE_NAME', unchanged: true });
+        else if (o.bad !== undefined) out.push({ code: 'ERR_DURABLE_UNCLONEABLE', unchanged: true });
+        else {
+          m.set(o.key, o.value);
+          out.push({ ok: true });
+        }
+        break;
+      case 'delete':
+        if (!validKey(o.key)) out.push({ code: 'ERR_DURABLE_NAME', unchanged: true });
+        else out.push({ value: m.delete(o.key) });
+        break;
+      case 'get':
+        out.push({ value: m.get(o.key) });
+        break;
+      case 'has':
+        out.push({ value: m.has(o.key) });
+        break;
+      case 'list': {
+        const { prefix, start, end, limit, reverse } = o.opts;
+        let keys = [...m.keys()]
+          .sort()
+          .filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
+        if (reverse) keys.reverse();
+        if (limit !== undefined) keys = keys.slice(0, limit);
+        out.push({ value: keys.map((k) => [k, m.get(k)]) });
+        break;
+      }
+      case 'keys':
+        out.push({ value: [...m.keys()].sort() });
+        break;
+      case 'txn': {
+        const copy = new Map(m);
+        const inner = model(copy, o.ops);
+        if (!o.throws) {
+          m.clear();
+          for (const [k, v] of copy) m.set(k, v);
+        }
+        out.push({ inner, threw: o.throws });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+class Fuzz extends DurableWorker {
+  async run(ops) {
+    return runOps(this.state, ops);
+  }
+
+  /** Runs the ops, then throws: their writes commit all the same (README, Guarantees). */
+  async runThenThrow(ops) {
+    await runOps(this.state, ops);
+    throw new RangeError('after the writes');
+  }
+
+  async wipe() {
+    await this.state.deleteAll();
+    return this.state.keys();
+  }
+
+  async dump() {
+    return this.state.entries();
+  }
+
+  async put(key, value) {
+    this.state.set(key, value);
+    return true;
+  }
+
+  async tryPut(key, bad) {
+    const before = this.state.entries();
+    try {
+      this.state.set(key, uncloneable(bad));
+      return { ok: true };
+    } catch (err) {
+      return { code: err.code, unchanged: JSON.stringify(this.state.entries()) === JSON.stringify(before) };
+    }
+  }
+
+  async tryPutDoc(id, bad) {
+    try {
+      this.state.collection('docs').put(id, bad === undefined ? { id } : { id, v: uncloneable(bad) });
+      return { ok: true };
+    } catch (err) {
+      return { code: err.code };
+    }
+  }
+
+  async docs() {
+    return this.state.collection('docs').find();
+  }
+
+  /** A result holding something that cannot be cloned (inside an object: a Promise returned bare is awaited). */
+  async badResult(kind) {
+    this.state.set('badResult', kind);
+    return { value: uncloneable(kind) };
+  }
+
+  async echo(...args) {
+    return args;
+  }
+
+  /** Calls `method` on another worker through this.ctx; the code it got. */
+  async callOther(id, method) {
+    try {
+      const stub = this.ctx.get(Fuzz, id);
+      const fn = stub[method];
+      if (fn === undefined) return { property: 'undefined' };
+      await fn('x');
+      return { ok: true };
+    } catch (err) {
+      return { code: err.code };
+    }
+  }
+
+  /** this.ctx.get with a bad id: the code it throws. */
+  async getOther(id) {
+    try {
+      this.ctx.get(Fuzz, id);
+      return { ok: true };
+    } catch (err) {
+      return { code: err.code };
+    }
+  }
+
+  get total() {
+    return 1;
+  }
+
+  field = () => 1;
+
+  static helper() {}
+
+  // Hooks: never reachable through a stub.
+  start() {}
+  alarm() {}
+}
+Fuzz.collections = { docs: { id: 'text' } };
+
+/** A worker that holds known data; checked unchanged after every bad input. */
+const SENTINEL = { id: 'sentinel', entries: [['a', 1], ['b', { deep: [1, 2, 3] }], ['\u{10FFFF}', 'last']] };
+
+async function seedSentinel(host) {
+  for (const [k, v] of SENTINEL.entries) await host.get(Fuzz, SENTINEL.id).put(k, v);
+}
+
+async function sentinelUnchanged(host) {
+  assert.deepEqual(await host.get(Fuzz, SENTINEL.id).dump(), [...SENTINEL.entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+// --- this.state against the model ---------------------------------------------------
+
+test('this.state matches an in-memory model through random writes, lists, transactions, throwing calls, deleteAll and reopens, for keys from the whole Unicode range', async (t) => {
+  t.timeout(120_000);
+  const root = tmpDir(t);
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.array(stepArb, { maxLength: 20 }), async (id, steps) => {
+      fc.pre(id !== SENTINEL.id);
+      const dir = path.join(root, String(run++));
+      let host = await open({ dir });
+      try {
+        await seedSentinel(host);
+        const m = new Map();
+        const check = async () => assert.deepEqual(await host.get(Fuzz, id).dump(), [...m.keys()].sort().map((k) => [k, m.get(k)]));
+        for (const s of steps) {
+          switch (s.step) {
+            case 'call':
+              assert.deepEqual(await host.get(Fuzz, id).run(s.ops), model(m, s.ops));
+              break;
+            case 'throwing call':
+              await assert.rejects(host.get(Fuzz, id).runThenThrow(s.ops), { name: 'RangeError', message: 'after the writes' });
+              model(m, s.ops);
+              await check();
+              break;
+            case 'reopen':
+              await host.close();
+              host = await open({ dir });
+              await check();
+              await sentinelUnchanged(host);
+              break;
+            case 'deleteAll':
+              assert.deepEqual(await host.get(Fuzz, id).wipe(), []);
+              m.clear();
+              break;
+          }
+        }
+        await check();
+        await host.close();
+        host = await open({ dir });
+        await check();
+        await sentinelUnchanged(host);
+      } finally {
+        await host.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }),
+    { numRuns: RUNS, ...replay() },
+  );
+  t.pass();
+});
+
+// --- ids ----------------------------------------------------------------------
+
+const BAD_IDS = ['', 'a'.repeat(2049), `${'\u{1F600}'.repeat(512)}a`, `${'é'.repeat(1024)}a`, ...LONE, 42, null, undefined, {}, ['a']];
+const ODD_IDS = [
+  'a'.repeat(2048),
+  '\u{1F600}'.repeat(512),
+  '\u0000',
+  'a\u0000b',
+  'a\u0000',
+  '/',
+  '..',
+  '.',
+  '../..',
+  '../../escape',
+  '/etc/passwd',
+  'a/../b',
+  'a/b',
+  '\\',
+  '..\\..',
+  '_registry',
+  '_registry.db',
+  'A',
+  'a',
+  '\uFFFF',
+  '\u{10000}',
+  '\u{10FFFF}',
+  'e\u0301',
+  'é',
+  ' ',
+  '\n',
+];
+
+/** Every file and directory under `dir`, relative. */
+function tree(dir) {
+  const out = [];
+  const walk = (d, rel) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      out.push(r);
+      if (e.isDirectory()) walk(path.join(d, e.name), r);
+    }
+  };
+  walk(dir, '');
+  return out.sort();
+}
+
+async function checkIds(t, ids, bad) {
+  const root = tmpDir(t);
+  const dir = path.join(root, 'data');
+  let host = await open({ dir });
+  try {
+    await seedSentinel(host);
+    const written = [];
+    for (const id of ids) {
+      await host.get(Fuzz, id).put('me', id);
+      written.push(id);
+    }
+    const files = tree(dir);
+    for (const id of bad) {
+      assert.throws(() => host.get(Fuzz, id), { code: 'ERR_DURABLE_ID' }, `get(${JSON.stringify(id)})`);
+      await assert.rejects(host.delete(Fuzz, id), { code: 'ERR_DURABLE_ID' }, `delete(${JSON.stringify(id)})`);
+      if (typeof id === 'string') assert.deepEqual(await host.get(Fuzz, SENTINEL.id).getOther(id), { code: 'ERR_DURABLE_ID' });
+      await sentinelUnchanged(host);
+      assert.deepEqual(tree(dir), files, 'a refused id creates no file');
+    }
+    // Each id reads back its own data, after a reopen too.
+    for (let pass = 0; pass < 2; pass++) {
+      for (const id of written) assert.deepEqual(await host.get(Fuzz, id).dump(), [['me', id]], `worker ${JSON.stringify(id)}`);
+      await sentinelUnchanged(host);
+      await host.close();
+      host = await open({ dir });
+    }
+    const listed = [];
+    for await (const id of host.ids(Fuzz)) listed.push(id);
+    assert.deepEqual(new Set(listed), new Set([...written, SENTINEL.id]));
+    assert.equal(listed.length, written.length + 1);
+    // One file per worker, all of them inside the directory.
+    await host.close();
+    const all = tree(root);
+    for (const f of all) assert.ok(f === 'data' || f.startsWith('data/'), `${f} was created outside the directory`);
+    const dbs = all.filter((f) => f.endsWith('.db'));
+    assert.equal(dbs.filter((f) => f.startsWith('data/Fuzz/')).length, written.length + 1, dbs.join('\n'));
+    assert.deepEqual(
+      dbs.filter((f) => !f.startsWith('data/Fuzz/')),
+      ['data/_registry.db'],
+    );
+  } finally {
+    await host.close();
+  }
+}
+
+test('ids with NUL, slashes, "..", 2,048 bytes and any code point each address their own file inside the directory; empty, 2,049 bytes, lone surrogates and non-strings are ERR_DURABLE_ID and change nothing', async (t) => {
+  t.timeout(60_000);
+  await checkIds(t, ODD_IDS, BAD_IDS);
+  t.pass();
+});
+
+test('random ids from the whole Unicode range each address their own worker', async (t) => {
+  t.timeout(120_000);
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uniqueArray(fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 12 }),
+      async (ids) => {
+        fc.pre(!ids.includes(SENTINEL.id));
+        await checkIds(t, ids, []);
+      },
+    ),
+    { numRuns: Math.max(5, Math.round(RUNS / 4)), ...replay() },
+  );
+  t.pass();
+});
+
+// --- values that cannot be cloned ------------------------------------------------
+
+test('values, documents, arguments and results that cannot be cloned are ERR_DURABLE_UNCLONEABLE, and nothing else changes', async (t) => {
+  const dir = tmpDir(t);
+  const host = await open({ dir });
+  t.teardown(() => host.close());
+  await seedSentinel(host);
+  const w = host.get(Fuzz, 'victim');
+  await w.put('keep', [1, 2]);
+  for (const kind of UNCLONEABLE) {
+    t.deepEqual(await w.tryPut('keep', kind), { code: 'ERR_DURABLE_UNCLONEABLE', unchanged: true }, `state.set of a ${kind}`);
+    t.deepEqual(await w.tryPut('new', kind), { code: 'ERR_DURABLE_UNCLONEABLE', unchanged: true }, `state.set of a ${kind}`);
+    t.deepEqual(await w.tryPutDoc('d', kind), { code: 'ERR_DURABLE_UNCLONEABLE' }, `collection.put of a ${kind}`);
+    await t.throwsAsync(w.echo(uncloneable(kind)), { code: 'ERR_DURABLE_UNCLONEABLE' }, `an argument that is a ${kind}`);
+    await t.throwsAsync(w.badResult(kind), { code: 'ERR_DURABLE_UNCLONEABLE' }, `a result that is a ${kind}`);
+    await sentinelUnchanged(host);
+  }
+  t.deepEqual(await w.docs(), []);
+  // What badResult wrote before its result failed to cross still commits, like any write before a throw.
+  t.deepEqual(await w.dump(), [
+    ['badResult', UNCLONEABLE.at(-1)],
+    ['keep', [1, 2]],
+  ]);
+  // Document ids are held to the same rules as worker ids.
+  for (const id of ['a'.repeat(2049), ...LONE, 7]) t.deepEqual(await w.tryPutDoc(id), { code: 'ERR_DURABLE_ID' }, `document id ${String(id).slice(0, 8)}`);
+  t.deepEqual(await w.tryPutDoc('a'.repeat(2048)), { ok: true });
+});
+
+// --- method names ---------------------------------------------------------------
+
+const NOT_METHODS = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+  'propertyIsEnumerable',
+  'toLocaleString',
+  '__defineGetter__',
+  '__lookupGetter__',
+  'start',
+  'stop',
+  'alarm',
+  'webSocketMessage',
+  'webSocketClose',
+  'webSocketError',
+  'id',
+  'state',
+  'ctx',
+  'total', // a getter
+  'field', // an instance field holding a function
+  'helper', // a static method
+  'prototype',
+  'call',
+  'apply',
+  'bind',
+  '',
+  '\u0000',
+  '\uD800',
+  'run\u0000',
+  'a'.repeat(5000),
+];
+const METHODS = new Set(['run', 'runThenThrow', 'wipe', 'dump', 'put', 'tryPut', 'tryPutDoc', 'docs', 'badResult', 'echo', 'callOther', 'getOther']);
+
+test('hooks, inherited and unknown names are ERR_DURABLE_METHOD through a stub and through this.ctx, before the worker runs; then is undefined, since a stub is not thenable', async (t) => {
+  t.timeout(120_000);
+  const dir = tmpDir(t);
+  const host = await open({ dir });
+  t.teardown(() => host.close());
+  await seedSentinel(host);
+  const caller = host.get(Fuzz, 'caller');
+  await caller.put('x', 1);
+  const files = tree(dir);
+  const stub = host.get(Fuzz, 'never-called');
+  const before = host.stats().materialized;
+
+  t.is(stub.then, undefined);
+  t.is(await stub, stub, 'await on a stub gives the stub back');
+  t.deepEqual(await caller.callOther('never-called', 'then'), { property: 'undefined' });
+  t.is(stub[Symbol.iterator], undefined);
+  t.is(stub[Symbol.toPrimitive], undefined);
+
+  const tryName = async (name) => {
+    await assert.rejects(stub[name]('x'), { code: 'ERR_DURABLE_METHOD' }, `stub.${name}()`);
+    assert.deepEqual(await caller.callOther('never-called', name), { code: 'ERR_DURABLE_METHOD' }, `ctx stub.${name}()`);
+  };
+  for (const name of NOT_METHODS) await tryName(name);
+  await fc.assert(
+    fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 12 }), async (name) => {
+      fc.pre(!METHODS.has(name) && name !== 'then');
+      await tryName(name);
+    }),
+    { numRuns: RUNS * 2, ...replay() },
+  );
+  t.is(host.stats().materialized, before, 'no refused call materialized its worker');
+  t.deepEqual(tree(dir), files, 'no refused call created a file');
+  await sentinelUnchanged(host);
+  t.deepEqual(await caller.dump(), [['x', 1]]);
+});
