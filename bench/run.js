@@ -3,7 +3,9 @@
 // The benchmark: durable-workers against a hand-rolled better-sqlite3
 // baseline, both measured in this run on this machine, then the write
 // scenarios again on an emulated slow (5 ms per sync) device, then alarm
-// lateness (bench/alarms.js) and hibernating sockets (bench/sockets.js).
+// lateness (bench/alarms.js), hibernating sockets (bench/sockets.js),
+// collections, shards, the Peek host, and the shop over node:http against
+// better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg).
 //
 //   node bench/run.js [--quick] [--json]
 //
@@ -316,6 +318,9 @@ async function main() {
   const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
   const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
+  // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
+  const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
+  const shop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--curve', '1,8,32,64', ...(flags.quick ? [] : ['--svg', svg])]);
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -345,7 +350,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(alarms, '', sockets, '', collections, '', shards, '', peek, '');
+  lines.push(shop, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

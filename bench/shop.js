@@ -5,7 +5,11 @@
 // each system's server, every server in a process of its own and the load
 // driver (examples/shop/load.js, which checks every answer) in this one.
 //
-//   node bench/shop.js [--customers N] [--seconds S] [--shards K]
+//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE]
+//
+// With --curve, every system is also driven at each of those numbers of
+// customers (for --seconds each), and --svg writes the chart of journeys/s
+// against customers (docs/bench.svg comes from this).
 //
 // Systems: durable-workers (examples/shop/server.js), durable-workers on K
 // shards, and the hand-rolled better-sqlite3 server (bench/shop/baseline-server.js).
@@ -19,6 +23,7 @@ const { parseArgs } = require('node:util');
 const { runLoad } = require('../examples/shop/load');
 const { measureDeviceSync } = require('./device');
 const { renderTable, formatNumber, formatRatio } = require('./table');
+const { lineChart } = require('./chart');
 
 /** No counters from a server in another process. */
 const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
@@ -41,7 +46,7 @@ async function drive(script, args, { customers, seconds }) {
   }
 }
 
-async function measure({ customers = 32, seconds = 5, shards = 2 } = {}) {
+async function measure({ customers = 32, seconds = 5, shards = 2, curve = [] } = {}) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
   const systems = [
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
@@ -55,16 +60,34 @@ async function measure({ customers = 32, seconds = 5, shards = 2 } = {}) {
     for (const [name, script, extra] of systems) {
       const dir = path.join(root, String(rows.length));
       const r = await drive(script, [dir, ...extra], { customers, seconds });
-      rows.push({ name, ...r });
+      const points = [];
+      for (const c of curve) {
+        const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds });
+        points.push([c, p.journeysPerSec]);
+      }
+      rows.push({ name, ...r, points });
     }
-    return { device, customers, seconds, rows };
+    return { device, customers, seconds, rows, curve };
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
 }
 
-function report({ device, customers, seconds, rows }) {
+function report({ device, customers, seconds, rows, curve = [] }) {
   const base = rows[0].journeysPerSec;
+  const curveTable =
+    curve.length === 0
+      ? []
+      : [
+          '',
+          'journeys/s by number of customers',
+          '',
+          renderTable(
+            ['system', ...curve.map(String)],
+            rows.map((r) => [r.name, ...r.points.map(([, v]) => formatNumber(v))]),
+            ['left', ...curve.map(() => 'right')],
+          ),
+        ];
   return [
     `Shop over node:http: ${customers} customers, ${seconds} s per system, each server in its own process; device ${formatNumber(device.syncsPerSec)} syncs/s`,
     '',
@@ -73,13 +96,37 @@ function report({ device, customers, seconds, rows }) {
       rows.map((r) => [r.name, formatNumber(r.journeysPerSec), `${formatNumber(r.p50)} ms`, `${formatNumber(r.p99)} ms`, formatRatio(r.journeysPerSec / base)]),
       ['left', 'right', 'right', 'right', 'right'],
     ),
+    ...curveTable,
   ].join('\n');
 }
 
+/** The chart of a measurement with a curve. */
+function chart(r) {
+  return lineChart({
+    title: `The shop over node:http: journeys/s against customers (${os.cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})`,
+    xLabel: 'customers shopping at once',
+    yLabel: 'journeys per second (6 calls, 4 writes)',
+    series: r.rows.map((row) => ({ name: row.name.replace(/ \(.*\)$/, ''), points: row.points })),
+  });
+}
+
 async function main() {
-  const { values } = parseArgs({ options: { customers: { type: 'string', default: '32' }, seconds: { type: 'string', default: '5' }, shards: { type: 'string', default: '2' } } });
-  const r = await measure({ customers: Number(values.customers), seconds: Number(values.seconds), shards: Number(values.shards) });
+  const { values } = parseArgs({
+    options: {
+      customers: { type: 'string', default: '32' },
+      seconds: { type: 'string', default: '5' },
+      shards: { type: 'string', default: '2' },
+      curve: { type: 'string', default: '' },
+      svg: { type: 'string' },
+    },
+  });
+  const curve = values.curve === '' ? [] : values.curve.split(',').map(Number);
+  const r = await measure({ customers: Number(values.customers), seconds: Number(values.seconds), shards: Number(values.shards), curve });
   console.log(report(r));
+  if (values.svg && curve.length > 0) {
+    fs.writeFileSync(values.svg, chart(r));
+    console.log(`chart written to ${values.svg}`);
+  }
 }
 
 if (require.main === module) {
@@ -89,4 +136,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { measure, report };
+module.exports = { measure, report, chart };
