@@ -346,7 +346,7 @@ test('this.state matches an in-memory model through random writes, lists, transa
   const root = tmpDir(t);
   let run = 0;
   await fc.assert(
-    fc.asyncProperty(fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.array(stepArb, { maxLength: 20 }), async (id, steps) => {
+    fc.asyncProperty(fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.array(stepArb, { maxLength: 25 }), async (id, steps) => {
       fc.pre(id !== SENTINEL.id);
       const dir = path.join(root, String(run++));
       let host = await open({ dir });
@@ -386,7 +386,7 @@ test('this.state matches an in-memory model through random writes, lists, transa
         fs.rmSync(dir, { recursive: true, force: true });
       }
     }),
-    { numRuns: RUNS, ...replay() },
+    { numRuns: Math.round(RUNS * 1.5), ...replay() },
   );
   t.pass();
 });
