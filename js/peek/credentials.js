@@ -41,7 +41,7 @@ function fromFile(file, name) {
   try {
     st = fs.statSync(file);
   } catch (err) {
-    throw peekError(codes.CREDENTIAL, `credentials file ${file}: cannot read it (${err.code ?? err.message})`, { cause: err });
+    throw peekError(codes.CREDENTIAL, `credentials file ${file}: cannot read it (${err.code ?? 'stat failed'})`);
   }
   // Same rule as ssh for a private key: a secret others can read is refused
   // rather than used, so the mistake is found before the secret spreads.
@@ -49,17 +49,36 @@ function fromFile(file, name) {
     const mode = (st.mode & 0o777).toString(8).padStart(3, '0');
     throw peekError(codes.CREDENTIAL, `credentials file ${file} is readable or writable by group or others (mode ${mode}); run: chmod 600 ${file}`);
   }
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw peekError(codes.CREDENTIAL, `credentials file ${file}: cannot read it (${err.code ?? 'read failed'})`);
+  }
   let all;
   try {
-    all = JSON.parse(fs.readFileSync(file, 'utf8'));
+    all = JSON.parse(text);
   } catch (err) {
-    throw peekError(codes.CREDENTIAL, `credentials file ${file}: not valid JSON (${err.message})`, { cause: err });
+    // V8's message quotes the text around the mistake, which is the secret:
+    // say where, never what, and keep the parser's error out (no cause).
+    throw peekError(codes.CREDENTIAL, `credentials file ${file}: not valid JSON (${jsonErrorPlace(err, text)})`);
   }
   const v = all && typeof all === 'object' ? all[name] : undefined;
   if (v !== undefined && (typeof v !== 'string' || v.length === 0)) {
     throw peekError(codes.CREDENTIAL, `credentials file ${file}: the entry for ${JSON.stringify(name)} must be a non-empty string`);
   }
   return v;
+}
+
+/** Where a JSON.parse error is, as "line L, column C", from the position its message gives; nothing of the text. */
+function jsonErrorPlace(err, text) {
+  const m = /position (\d+)/.exec(String(err?.message));
+  if (m === null) return /end of (JSON|data) input/i.test(String(err?.message)) ? 'it ends too soon' : 'a syntax error';
+  const pos = Math.min(Number(m[1]), text.length);
+  const before = text.slice(0, pos);
+  const line = before.split('\n').length;
+  const column = pos - before.lastIndexOf('\n');
+  return `a syntax error at line ${line}, column ${column}`;
 }
 
 module.exports = { credentialReader, credentialEnvName };

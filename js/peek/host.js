@@ -12,9 +12,14 @@ const { buildApi } = require('./api');
 const { checkTrigger } = require('./trigger');
 const { resolveRef } = require('./manifest');
 const { codes, peekError, toPlainError } = require('./errors');
+const { makeRunContext } = require('./run-context');
 
 /** Between the signal aborting at the deadline and the kill: time for the abort to reach the run's process. */
 const ABORT_GRACE_MS = 200;
+/** How long a run stopped during its setup (credential, store) waits for that step before reporting. */
+const SETUP_SETTLE_MS = 1000;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * @param {{ adapter: import('../../peek').PlatformAdapter }} options
@@ -30,6 +35,8 @@ function createWorkerHost({ adapter } = {}) {
   const events = new EventEmitter();
   let publisher = null;
   let closed = false;
+  /** Runs in flight: each one's way to stop it, and its promise. */
+  const inFlight = new Set();
   const publish = async (topic, message) => {
     publisher ??= adapter.openChannel({ topics: [] }, () => {});
     await (await publisher).publish(topic, message);
@@ -46,7 +53,10 @@ function createWorkerHost({ adapter } = {}) {
       } catch (err) {
         return Promise.reject(err);
       }
-      return runOnce(ref, checked);
+      const entry = { stop: null, done: null };
+      entry.done = runOnce(ref, checked, entry).finally(() => inFlight.delete(entry));
+      inFlight.add(entry);
+      return entry.done;
     },
     on(event, listener) {
       events.on(event, listener);
@@ -56,57 +66,69 @@ function createWorkerHost({ adapter } = {}) {
       events.off(event, listener);
       return host;
     },
+    /**
+     * Refuses new runs, stops the ones in flight (their signal aborts with
+     * ERR_PEEK_CLOSED, then their realm is closed) and waits for them.
+     */
     async close() {
       closed = true;
-      if (publisher !== null) await (await publisher).close();
+      const running = [...inFlight];
+      for (const r of running) r.stop?.(peekError(codes.CLOSED, 'the worker host was closed during the run'));
+      await Promise.allSettled(running.map((r) => r.done));
+      if (publisher !== null) await (await publisher.catch(() => null))?.close();
     },
   };
 
-  async function runOnce(ref, trigger) {
+  async function runOnce(ref, trigger, handle) {
     const started = Date.now();
     let manifest = null;
     let opening = null;
     let aborted = false;
     const controller = new AbortController();
-    const waits = [];
     const published = new Set();
     let timer = null;
     let outcome;
+    let work = null;
+    // Stops the run from outside its own code: the deadline, or close().
+    let stop;
+    const stopped = new Promise((_, reject) => {
+      stop = (err) => {
+        if (controller.signal.aborted) return;
+        aborted = true;
+        controller.abort(err);
+        reject(err);
+      };
+    });
+    stopped.catch(() => {});
+    handle.stop = stop;
+    // After every await in the run's setup: a run stopped meanwhile opens
+    // nothing more (no realm, no worker code running unsupervised).
+    const stillOn = () => {
+      if (controller.signal.aborted) throw controller.signal.reason;
+    };
     try {
       manifest = resolveRef(ref);
       const max = adapter.declares.run.maxWallClockMs;
       const budget = Math.min(manifest.limits.wallClockMs ?? max, max);
       const deadline = started + budget;
       const name = manifest.name;
-      const expired = new Promise((_, reject) => {
-        timer = setTimeout(() => {
-          aborted = true;
-          const err = peekError(codes.DEADLINE, `worker ${name}: the run passed its deadline (${budget} ms) and was stopped`);
-          controller.abort(err);
-          reject(err);
-        }, budget);
-      });
-      expired.catch(() => {});
-      const ctx = Object.freeze({
-        trigger,
-        deadline,
-        signal: controller.signal,
-        waitUntil(p) {
-          waits.push(Promise.resolve(p));
-        },
-      });
-      const work = (async () => {
+      timer = setTimeout(() => stop(peekError(codes.DEADLINE, `worker ${name}: the run passed its deadline (${budget} ms) and was stopped`)), Math.max(0, deadline - Date.now()));
+      const { ctx, waits } = makeRunContext({ trigger, deadline, signal: controller.signal });
+      work = (async () => {
         const caps = manifest.capabilities;
         let store = null;
         if (caps.datastore) {
           const credential = await adapter.readCredential(manifest);
+          stillOn();
           if (typeof credential !== 'string' || credential.length === 0) {
             throw peekError(codes.CREDENTIAL, `worker ${name} is granted the datastore but has no credential (${adapter.credentialHint?.(manifest) ?? 'see the adapter’s credentials option'})`);
           }
           store = await adapter.openStore(manifest, credential);
+          stillOn();
         }
         opening = adapter.openRealm(manifest, { deadline, signal: controller.signal });
         const realm = await opening;
+        stillOn();
         const fetch = realm.makeFetch(caps.network?.domains ?? [], controller.signal);
         const api = buildApi(manifest, {
           store,
@@ -123,6 +145,7 @@ function createWorkerHost({ adapter } = {}) {
         });
         realm.installGlobals({ app: api, window: { app: api }, fetch });
         const mod = await realm.loadWorkerModule(manifest);
+        stillOn();
         const entry = (manifest.worker.entry !== undefined ? mod[manifest.worker.entry] : undefined) ?? mod.default;
         if (typeof entry !== 'function') {
           throw peekError(codes.ENTRY, `worker ${name}: ${manifest.worker.url} exports no function ${manifest.worker.entry ? `named ${JSON.stringify(manifest.worker.entry)} and no default` : 'as its default'}`);
@@ -137,11 +160,17 @@ function createWorkerHost({ adapter } = {}) {
         return value;
       })();
       work.catch(() => {});
-      outcome = { ok: true, value: await Promise.race([work, expired]) };
+      outcome = { ok: true, value: await Promise.race([work, stopped]) };
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
       clearTimeout(timer);
+      if (opening === null && work !== null && aborted) {
+        // Stopped while the adapter read the credential or opened the store:
+        // give that step a moment to finish (it opens no realm now, stillOn
+        // sees to it), so nothing of the run is left behind its result.
+        await Promise.race([work.catch(() => {}), sleep(SETUP_SETTLE_MS)]);
+      }
       if (opening !== null) {
         const realm = await opening.catch(() => null);
         await realm?.close({ graceMs: aborted ? ABORT_GRACE_MS : 0 });

@@ -5,17 +5,16 @@
 // time as a factory function (./build.js), and every run calls the factory
 // again, so every run evaluates the module graph afresh without eval.
 //
-// A run is one WebSocket from the host (Node), the protocol of
-// ../../peek/node/child.js over JSON text frames in the wire codec:
+// A run is one WebSocket from the host (Node) speaking the realm protocol
+// (../../peek/protocol/realm-side.js, the same module a Node run's process
+// uses) over JSON text frames in the wire codec:
 //   in:  job { shape, domains }, invoke { name, trigger, deadline }, reply, abort
 //   out: loaded, call, cast, net, result, settled
-// `api` is built here from the host's shape description: its functions are
+// `api` is built there from the host's shape description: its functions are
 // messages back to the host, so the credential and the store never enter
 // the isolate. Once the run is over (the socket closes), nothing the worker
 // left behind (a timer) can reach the host any more.
-const { buildFromShape } = require('../../peek/api-shape');
-const { guardedFetch } = require('../../peek/node/guarded-fetch');
-const { codes, peekError, toPlainError, fromPlainError } = require('../../peek/errors');
+const { createRealmRuntime } = require('../../peek/protocol/realm-side');
 const wire = require('../wire');
 
 // The platform's fetch, taken before any worker replaces globalThis.fetch.
@@ -45,99 +44,19 @@ function realmHandler(factory, builtins) {
 
 function serve(ws, load) {
   let open = true;
-  let mod = null;
-  let api = null;
-  let nextCall = 1;
-  const pending = new Map();
-  const abort = new AbortController();
-
-  const send = (m) => {
-    if (!open) return false;
-    let text;
-    try {
-      text = wire.encode(m, () => `a ${m.t} message`);
-    } catch (err) {
-      if (m.t === 'result') text = wire.encode({ t: 'result', ok: false, error: toPlainError(err), pending: 0 });
-      else throw err;
-    }
-    ws.send(text);
-    return true;
-  };
-  const io = {
-    call: (path, args) =>
-      new Promise((resolve, reject) => {
-        const id = nextCall++;
-        pending.set(id, { resolve, reject });
-        try {
-          if (!send({ t: 'call', id, path, args })) throw peekError(codes.CLOSED, 'the run has ended');
-        } catch (err) {
-          pending.delete(id);
-          reject(err);
-        }
-      }),
-    cast: (path, args) => {
-      try {
-        send({ t: 'cast', path, args });
-      } catch {
-        // An argument that cannot cross: a log line is not worth failing the run.
-      }
+  const runtime = createRealmRuntime({
+    send: (m) => {
+      if (!open) return false;
+      ws.send(wire.encode(m, () => `a ${m.t} message`));
+      return true;
     },
-    locals: {},
-  };
-
-  const onJob = (job) => {
-    io.locals.fetch = guardedFetch({ domains: job.domains, signal: abort.signal, report: (r) => send({ t: 'net', ...r }), fetch: platformFetch });
-    api = buildFromShape(job.shape, io);
-    // Installed before the module graph is evaluated: a module that reads
-    // window.app on its first line must find this run's api.
-    globalThis.app = api;
-    globalThis.window = { app: api };
-    globalThis.fetch = io.locals.fetch;
-    try {
-      mod = load();
-    } catch (err) {
-      send({ t: 'loaded', ok: false, error: toPlainError(err) });
-      return;
-    }
-    send({ t: 'loaded', ok: true, exports: Object.keys(mod).map((name) => [name, typeof mod[name]]) });
-  };
-
-  const onInvoke = async ({ name, trigger, deadline }) => {
-    const waits = [];
-    const ctx = Object.freeze({
-      trigger,
-      deadline,
-      signal: abort.signal,
-      waitUntil(p) {
-        waits.push(Promise.resolve(p));
-      },
-    });
-    // A run reads the globals of its own run: set them again (another run of
-    // the same worker in this isolate may have replaced them meanwhile).
-    globalThis.app = api;
-    globalThis.window = { app: api };
-    globalThis.fetch = io.locals.fetch;
-    let result;
-    try {
-      const value = await mod[name](api, ctx);
-      result = { t: 'result', ok: true, value, pending: waits.length };
-    } catch (err) {
-      result = { t: 'result', ok: false, error: toPlainError(err), pending: 0 };
-    }
-    send(result);
-    if (result.ok && waits.length > 0) {
-      const settled = await Promise.allSettled(waits);
-      send({ t: 'settled', errors: settled.filter((s) => s.status === 'rejected').map((s) => toPlainError(s.reason)) });
-    }
-  };
-
+    load: () => load(),
+    platformFetch,
+  });
   const end = () => {
     open = false;
-    if (!abort.signal.aborted) abort.abort(peekError(codes.CLOSED, 'the run has ended'));
-    for (const p of pending.values()) p.reject(peekError(codes.CLOSED, 'the run has ended'));
-    pending.clear();
+    runtime.end();
   };
-
   ws.addEventListener('message', (event) => {
     let m;
     try {
@@ -145,25 +64,7 @@ function serve(ws, load) {
     } catch {
       return;
     }
-    switch (m.t) {
-      case 'job':
-        onJob(m);
-        break;
-      case 'invoke':
-        onInvoke(m);
-        break;
-      case 'reply': {
-        const p = pending.get(m.id);
-        if (!p) return;
-        pending.delete(m.id);
-        if (m.ok) p.resolve(m.value);
-        else p.reject(fromPlainError(m.error));
-        break;
-      }
-      case 'abort':
-        abort.abort(fromPlainError(m.reason));
-        break;
-    }
+    runtime.onMessage(m);
   });
   ws.addEventListener('close', () => {
     end();

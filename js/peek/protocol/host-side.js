@@ -1,0 +1,245 @@
+'use strict';
+// The realm protocol, host side: one run's realm as the shared host sees it,
+// whatever carries the messages (IPC to a forked Node process, a WebSocket to
+// a workerd service). Both adapters' realms extend RealmClient and supply the
+// transport: `_send(message)`, `ready()`, `close()`, and call `_receive(m)` for
+// every message that arrives and `_ended(err)` when the transport is gone.
+//
+// Messages out: job { shape, domains, …extra }, invoke { name, trigger, deadline }, reply, abort.
+// Messages in:  loaded, result, settled (answers), call, cast, net.
+//
+// State, and what comes next:
+//   open     — the realm is booted or booting. Next: loaded (module imported), or closed.
+//   loaded   — the entry may be invoked. Next: running.
+//   running  — the entry runs; api calls are answered. Next: settling (waitUntil work), done, or closed.
+//   settling — the entry returned, waitUntil promises are pending; api calls still answered. Next: done.
+//   done     — nothing of the worker runs any more in our view: api calls are ignored
+//              (a timer left behind by a throwing entry cannot act). Next: closed.
+//   closed   — the transport is gone (process exited, socket closed).
+//
+// Answers (loaded, result, settled) are kept in an inbox until asked for:
+// a transport may deliver 'result' and 'settled' in one tick, before the code
+// that awaited 'result' has asked for 'settled'. A waiter registered late
+// finds its answer there instead of waiting for one that already came.
+const { describeShape, functionAt } = require('../api-shape');
+const { LOCAL } = require('../api');
+const { guardedFetch } = require('../node/guarded-fetch');
+const { toPlainError, fromPlainError } = require('../errors');
+
+const ANSWERS = new Set(['loaded', 'result', 'settled']);
+
+class RealmClient {
+  #manifest;
+  #log;
+  #status = 'open';
+  #api = null;
+  #domains = [];
+  #waiters = new Map();
+  #inbox = new Map();
+  #ended = null;
+  /** Timestamps (epoch ms, fractional) for the benchmark's breakdown, where the transport reports them. */
+  timing = {};
+
+  /**
+   * @param {import('../../../peek').Manifest} manifest
+   * @param {{ log: (record: object) => void }} options
+   */
+  constructor(manifest, { log }) {
+    this.#manifest = manifest;
+    this.#log = log;
+  }
+
+  get manifest() {
+    return this.#manifest;
+  }
+
+  get status() {
+    return this.#status;
+  }
+
+  /** The transport's way to mark the run over (close() does this before killing). */
+  _markDone() {
+    if (this.#status !== 'closed') this.#status = 'done';
+  }
+
+  _markClosed() {
+    this.#status = 'closed';
+  }
+
+  /**
+   * Records the globals for the run's realm: `app` (with window.app the
+   * same object) is described by shape, never sent as itself.
+   * @param {{ app: object, window?: { app: object }, fetch?: Function }} globals
+   */
+  installGlobals(globals) {
+    if (!globals || typeof globals.app !== 'object') throw new TypeError('installGlobals({ app }): app must be the api object');
+    if (globals.window !== undefined && globals.window?.app !== globals.app) throw new TypeError('installGlobals: window.app must be app itself');
+    if (globals.fetch !== undefined && globals.fetch[LOCAL] !== 'fetch') throw new TypeError('installGlobals: fetch must come from this realm’s makeFetch');
+    this.#api = globals.app;
+  }
+
+  /**
+   * The guarded fetch for this run. The realm uses its own copy of the same
+   * guard (api.network.fetch and globalThis.fetch alike); this function is
+   * the same guard, should the host call it here.
+   */
+  makeFetch(domains, signal) {
+    this.#domains = [...domains];
+    const fetch = guardedFetch({ domains: this.#domains, signal, report: (r) => this.#netLog(r) });
+    Object.defineProperty(fetch, LOCAL, { value: 'fetch' });
+    return fetch;
+  }
+
+  /** Extra fields of the job message (the Node realm sends the module's URL). */
+  _job(manifest) {
+    return {};
+  }
+
+  /**
+   * Imports the worker in the realm and returns a namespace whose functions
+   * run the real exports there.
+   */
+  async loadWorkerModule(manifest) {
+    if (this.#api === null) throw new Error('installGlobals must come before loadWorkerModule: a module may read window.app as it loads');
+    await this.ready();
+    const loaded = this.#expect('loaded');
+    this.timing.jobAt = performance.timeOrigin + performance.now();
+    this._send({ t: 'job', shape: describeShape(this.#api), domains: this.#domains, ...this._job(manifest) });
+    const m = await loaded;
+    if (m.timing) Object.assign(this.timing, m.timing);
+    if (!m.ok) throw fromPlainError(m.error);
+    this.#status = 'loaded';
+    const ns = Object.create(null);
+    for (const [name, type] of m.exports) {
+      if (type === 'function') ns[name] = (api, ctx) => this.#invoke(name, api, ctx);
+    }
+    Object.defineProperty(ns, Symbol.toStringTag, { value: 'Module' });
+    return Object.freeze(ns);
+  }
+
+  async #invoke(name, api, ctx) {
+    if (this.#status !== 'loaded') throw new Error('a realm runs one entry, once');
+    if (api !== this.#api) throw new TypeError('the entry must be given the api installed as globalThis.app');
+    this.#status = 'running';
+    // Both answers are asked for before the invoke goes out: nothing that
+    // arrives for this run can come before its waiter.
+    const result = this.#expect('result');
+    const settled = this.#expect('settled');
+    settled.catch(() => {});
+    this._send({ t: 'invoke', name, trigger: ctx.trigger, deadline: ctx.deadline });
+    let r;
+    try {
+      r = await result;
+    } catch (err) {
+      this.#drop('settled');
+      throw err;
+    }
+    if (r.timing) Object.assign(this.timing, r.timing);
+    if (!r.ok) {
+      this.#status = 'done';
+      this.#drop('settled');
+      throw fromPlainError(r.error);
+    }
+    if (r.pending > 0) {
+      this.#status = 'settling';
+      ctx.waitUntil(
+        settled.then((s) => {
+          this.#status = 'done';
+          if (s.errors.length > 0) throw fromPlainError(s.errors[0]);
+        }),
+      );
+    } else {
+      this.#status = 'done';
+      this.#drop('settled');
+    }
+    return r.value;
+  }
+
+  #expect(kind) {
+    if (this.#inbox.has(kind)) {
+      const m = this.#inbox.get(kind);
+      this.#inbox.delete(kind);
+      return Promise.resolve(m);
+    }
+    if (this.#ended !== null) return Promise.reject(this.#ended);
+    return new Promise((resolve, reject) => this.#waiters.set(kind, { resolve, reject }));
+  }
+
+  #drop(kind) {
+    this.#waiters.delete(kind);
+    this.#inbox.delete(kind);
+  }
+
+  /** Every message from the realm comes through here. */
+  _receive(m) {
+    if (!m || typeof m.t !== 'string') return;
+    if (ANSWERS.has(m.t)) {
+      const waiter = this.#waiters.get(m.t);
+      if (waiter) {
+        this.#waiters.delete(m.t);
+        waiter.resolve(m);
+      } else if (this.#status !== 'closed') {
+        this.#inbox.set(m.t, m);
+      }
+      return;
+    }
+    // Once the run is over, nothing of the worker may act any more.
+    if (this.#status === 'done' || this.#status === 'closed') return;
+    if (m.t === 'call' || m.t === 'cast') this.#answer(m);
+    else if (m.t === 'net') this.#netLog(m);
+  }
+
+  /**
+   * The transport is gone: every answer still awaited fails with `err`
+   * (made lazily: `why(byUs)` says whether we ended it).
+   * @param {(byUs: boolean) => Error} why
+   */
+  _ended(why) {
+    const byUs = this.#status === 'done' || this.#status === 'closed';
+    this.#status = 'closed';
+    const err = why(byUs);
+    this.#ended = err;
+    const waiting = [...this.#waiters.values()];
+    this.#waiters.clear();
+    for (const w of waiting) w.reject(err);
+  }
+
+  /** Whether any answer is still awaited (for the transport's crash report). */
+  get _waiting() {
+    return this.#waiters.size > 0;
+  }
+
+  async #answer(m) {
+    const fn = this.#api === null ? null : functionAt(this.#api, m.path);
+    let reply;
+    if (fn === null) {
+      reply = { t: 'reply', id: m.id, ok: false, error: toPlainError(new TypeError(`api.${m.path.join('.')} is not a function`)) };
+    } else {
+      try {
+        reply = { t: 'reply', id: m.id, ok: true, value: await fn(...m.args) };
+      } catch (err) {
+        reply = { t: 'reply', id: m.id, ok: false, error: toPlainError(err) };
+      }
+    }
+    if (m.t !== 'call') return;
+    try {
+      this._send(reply);
+    } catch (err) {
+      // A value that cannot cross: the caller hears why instead of waiting.
+      this._send({ t: 'reply', id: m.id, ok: false, error: toPlainError(err) });
+    }
+  }
+
+  #netLog({ method, url, allowed }) {
+    this.#log({ level: allowed ? 'info' : 'warn', worker: this.#manifest.name, args: ['fetch', method, url, allowed ? 'allowed' : 'denied'] });
+  }
+
+  /** Sends the abort to the realm when `signal` aborts. */
+  _forwardAbort(signal) {
+    const onAbort = () => this._send({ t: 'abort', reason: toPlainError(signal.reason) });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  }
+}
+
+module.exports = { RealmClient };

@@ -1,0 +1,148 @@
+'use strict';
+// The realm protocol, realm side: what runs next to the worker (a forked
+// Node process, node/child.js; a workerd service, cloudflare/peek/realm.js).
+// It builds `api` from the host's shape description (its functions are
+// messages back to the host, so the credential and the store never enter the
+// realm), installs globalThis.app, window.app and the guarded fetch before the
+// module graph loads, runs the entry the host names with a RunContext, and
+// reports the result and, after it, the settling of ctx.waitUntil work.
+//
+// Messages in:  job { shape, domains, … }, invoke { name, trigger, deadline }, reply, abort.
+// Messages out: loaded, call, cast, net, result, settled.
+const { buildFromShape } = require('../api-shape');
+const { guardedFetch } = require('../node/guarded-fetch');
+const { makeRunContext } = require('../run-context');
+const { codes, peekError, toPlainError, fromPlainError } = require('../errors');
+const { codes: durableCodes } = require('../../errors');
+
+const now = () => (typeof performance === 'object' ? (performance.timeOrigin ?? 0) + performance.now() : Date.now());
+
+/**
+ * @param {{
+ *   send: (message: object) => boolean | void,  the transport; throws for a value it cannot carry, false once closed
+ *   load: (job: object) => Promise<Record<string, unknown>> | Record<string, unknown>,  evaluates the worker's module graph
+ *   platformFetch?: typeof fetch,
+ * }} transport
+ * @returns {{ onMessage: (m: object) => void, end: () => void }}
+ */
+function createRealmRuntime({ send: transportSend, load, platformFetch = globalThis.fetch }) {
+  let mod = null;
+  let api = null;
+  let nextCall = 1;
+  const pending = new Map();
+  const abort = new AbortController();
+  const locals = {};
+
+  // A value that cannot cross is reported instead of the value; a log line
+  // (cast) is not worth failing the run.
+  const send = (m) => {
+    try {
+      return transportSend(m) !== false;
+    } catch (err) {
+      if (m.t === 'cast') return false;
+      const e = peekErrorLike(`a value could not be sent to the host: ${err?.message ?? err}`);
+      if (m.t === 'result') return transportSend({ t: 'result', ok: false, error: e, pending: 0, timing: m.timing }) !== false;
+      if (m.t === 'settled') return transportSend({ t: 'settled', errors: [e] }) !== false;
+      throw fromPlainError(e);
+    }
+  };
+
+  const io = {
+    call: (path, args) =>
+      new Promise((resolve, reject) => {
+        const id = nextCall++;
+        pending.set(id, { resolve, reject });
+        try {
+          if (!send({ t: 'call', id, path, args })) throw peekError(codes.CLOSED, 'the run has ended');
+        } catch (err) {
+          pending.delete(id);
+          reject(err);
+        }
+      }),
+    cast: (path, args) => {
+      send({ t: 'cast', path, args });
+    },
+    locals,
+  };
+
+  const installGlobals = () => {
+    globalThis.app = api;
+    globalThis.window = { app: api };
+    globalThis.fetch = locals.fetch;
+  };
+
+  async function onJob(job) {
+    const start = now();
+    locals.fetch = guardedFetch({ domains: job.domains, signal: abort.signal, report: (r) => send({ t: 'net', ...r }), fetch: platformFetch });
+    api = buildFromShape(job.shape, io);
+    // Installed before the module graph is evaluated: a module that reads
+    // window.app on its first line (as bundled features do) must find this
+    // run's api, and bare fetch() must be the guarded one.
+    installGlobals();
+    const importStart = now();
+    try {
+      mod = await load(job);
+    } catch (err) {
+      send({ t: 'loaded', ok: false, error: toPlainError(err), timing: { start, importStart, importEnd: now() } });
+      return;
+    }
+    send({ t: 'loaded', ok: true, exports: Object.keys(mod).map((name) => [name, typeof mod[name]]), timing: { start, importStart, importEnd: now() } });
+  }
+
+  async function onInvoke({ name, trigger, deadline }) {
+    const { ctx, waits } = makeRunContext({ trigger, deadline, signal: abort.signal });
+    // A run reads the globals of its own run: set them again (in a realm
+    // that outlives a run, another run may have replaced them meanwhile).
+    installGlobals();
+    const runStart = now();
+    let result;
+    try {
+      const value = await mod[name](api, ctx);
+      result = { t: 'result', ok: true, value, pending: waits.length, timing: { runStart, runEnd: now() } };
+    } catch (err) {
+      result = { t: 'result', ok: false, error: toPlainError(err), pending: 0, timing: { runStart, runEnd: now() } };
+    }
+    send(result);
+    if (result.ok && waits.length > 0) {
+      const settled = await Promise.allSettled(waits);
+      send({ t: 'settled', errors: settled.filter((s) => s.status === 'rejected').map((s) => toPlainError(s.reason)) });
+    }
+  }
+
+  return {
+    onMessage(m) {
+      if (!m || typeof m.t !== 'string') return;
+      switch (m.t) {
+        case 'job':
+          onJob(m);
+          break;
+        case 'invoke':
+          onInvoke(m);
+          break;
+        case 'reply': {
+          const p = pending.get(m.id);
+          if (!p) return;
+          pending.delete(m.id);
+          if (m.ok) p.resolve(m.value);
+          else p.reject(fromPlainError(m.error));
+          break;
+        }
+        case 'abort':
+          abort.abort(fromPlainError(m.reason));
+          break;
+      }
+    },
+    /** The transport is gone: the signal aborts, pending api calls fail. */
+    end() {
+      if (!abort.signal.aborted) abort.abort(peekError(codes.CLOSED, 'the run has ended'));
+      for (const p of pending.values()) p.reject(peekError(codes.CLOSED, 'the run has ended'));
+      pending.clear();
+    },
+  };
+}
+
+function peekErrorLike(message) {
+  return toPlainError(Object.assign(new Error(message), { code: durableCodes.UNCLONEABLE }));
+}
+
+module.exports = { createRealmRuntime };
