@@ -221,6 +221,34 @@ function tableFor(rows, results, footnotes, extraRows = []) {
   );
 }
 
+/**
+ * The one table of ratios a reader wants first, every one against a baseline
+ * measured in this run: better-sqlite3 in process and over node:http, and
+ * local workerd Durable Objects over node:http.
+ */
+function summary(results, slowResults, shopRows) {
+  const rows = [];
+  const pair = (label, r) => {
+    if (r && ok(r.durable) && ok(r.baseline)) rows.push([label, formatNumber(r.durable.value), formatNumber(r.baseline.value), 'better-sqlite3, in process', formatRatio(r.durable.value / r.baseline.value)]);
+  };
+  pair('serial write calls, one worker (/s)', results.serial);
+  pair('64 concurrent write calls, one worker (/s)', results.burst);
+  pair('read-only calls, 64 concurrent (/s)', results.read);
+  if (slowResults) pair('64 concurrent writes, emulated 5 ms device (/s)', slowResults.burst);
+  if (shopRows) {
+    const find = (re) => shopRows.find((r) => re.test(r.name));
+    const dw = find(/^durable-workers$/);
+    for (const [re, label] of [
+      [/^better-sqlite3/, 'better-sqlite3 over node:http'],
+      [/workerd/, 'local workerd Durable Objects over node:http'],
+    ]) {
+      const other = find(re);
+      if (dw && other) rows.push(['shop journeys/s, 32 customers', formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
+    }
+  }
+  return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio'], rows, ['left', 'right', 'right', 'left', 'right']);
+}
+
 function deviceLine(result, footnotes) {
   if (!ok(result)) return footnotes.cell(result, 'device sync');
   const n = result.notes;
@@ -320,7 +348,15 @@ async function main() {
   const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
   // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
   const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
-  const shop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--curve', '1,8,32,64', ...(flags.quick ? [] : ['--svg', svg])]);
+  const shopJson = path.join(os.tmpdir(), `dw-bench-shop-${process.pid}.json`);
+  const shop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--curve', '1,8,32,64', '--json', shopJson, ...(flags.quick ? [] : ['--svg', svg])]);
+  let shopRows = null;
+  try {
+    shopRows = JSON.parse(fs.readFileSync(shopJson, 'utf8')).rows;
+    fs.rmSync(shopJson);
+  } catch {
+    // The shop's own output says what failed.
+  }
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -335,6 +371,8 @@ async function main() {
       `throughput is the median of ${plan.rounds} rounds over ${plan.seconds} s ` +
       `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
     `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
+    '',
+    summary(results, slow.results, shopRows),
     '',
     tableFor(mainRows(plan), results, footnotes),
     '',

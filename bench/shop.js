@@ -5,7 +5,7 @@
 // each system's server, every server in a process of its own and the load
 // driver (examples/shop/load.js, which checks every answer) in this one.
 //
-//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE]
+//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE]
 //
 // With --curve, every system is also driven at each of those numbers of
 // customers (for --seconds each), and --svg writes the chart of journeys/s
@@ -118,11 +118,16 @@ async function main() {
       shards: { type: 'string', default: '2' },
       curve: { type: 'string', default: '' },
       svg: { type: 'string' },
+      json: { type: 'string' },
     },
   });
   const curve = values.curve === '' ? [] : values.curve.split(',').map(Number);
   const r = await measure({ customers: Number(values.customers), seconds: Number(values.seconds), shards: Number(values.shards), curve });
   console.log(report(r));
+  if (values.json) {
+    const rows = r.rows.map(({ name, journeysPerSec, p50, p99, points }) => ({ name, journeysPerSec, p50, p99, points }));
+    fs.writeFileSync(values.json, JSON.stringify({ customers: r.customers, seconds: r.seconds, device: r.device, rows }));
+  }
   if (values.svg && curve.length > 0) {
     fs.writeFileSync(values.svg, chart(r));
     console.log(`chart written to ${values.svg}`);
