@@ -191,9 +191,16 @@ export interface NodeAdapterOptions {
   precisionMs?: number;
   /** Retries of a failed scheduled run, at 1 s, 2 s, 4 s … (default 3). */
   retries?: number;
-  /** Keep one booted run process ready (default true). */
+  /** Keep booted run processes ready (default true); false forks when a run asks. */
   warm?: boolean;
-  credentials?: { file?: string; envPrefix?: string | false };
+  /** How many booted run processes to keep ready when warm (default 1, at most 16). */
+  spares?: number;
+  /** Run each worker's process as this user id (the supervisor must be allowed to, e.g. root). */
+  uid?: number;
+  /** ... and this group id. */
+  gid?: number;
+  /** values: credentials already read, by worker name (checked before the file). */
+  credentials?: { file?: string; envPrefix?: string | false; values?: Record<string, string> };
   store?: { user?: string; profile?: string; remoteUrl?: string };
   /** A pubsub hub (ws:// or wss://); without it, an in-process bus. */
   channelUrl?: string;

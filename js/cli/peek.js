@@ -5,7 +5,12 @@ const { parse, withUsage, intOption, UsageError } = require('./args');
 
 const COMMON = `  --state <dir>          where schedules and the embedded store live
   --credentials <file>   JSON { "<worker>": "<credential>" }, mode 600
-                         (or set PEEK_CREDENTIAL_<WORKER>)
+                         (or set PEEK_CREDENTIAL_<WORKER>); "-": read that JSON
+                         from stdin once, so neither the path nor the values
+                         are in this process's command line or environment
+  --run-as <uid[:gid]>   run each worker's process as this user (and group):
+                         it then cannot read this process's environment,
+                         command line, memory or credentials file (needs root)
   --store-url <url>      use a remote HTTP store instead of the embedded one
   --memory-mb <n>        memory ceiling of a run's process (default 128)
   --json                 print JSON (one object per line for serve)`;
@@ -43,13 +48,34 @@ const optionSpec = {
   credentials: { type: 'string' },
   'store-url': { type: 'string' },
   'memory-mb': { type: 'string' },
+  'run-as': { type: 'string' },
   json: { type: 'boolean' },
 };
 
-function adapterOptions(values, defaultState, log) {
+function runAs(spec) {
+  if (spec === undefined) return {};
+  const m = /^(\d+)(?::(\d+))?$/.exec(spec);
+  if (m === null) throw new UsageError(`--run-as ${spec}: use a numeric uid, or uid:gid`);
+  return { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) };
+}
+
+/** --credentials -: the JSON from stdin, read once; stdin is closed after. */
+async function credentialsFrom(values, io) {
+  if (values.credentials === undefined) return undefined;
+  if (values.credentials !== '-') return { file: path.resolve(values.credentials) };
+  const { parseCredentials } = require('../peek/credentials');
+  const input = io.stdin ?? process.stdin;
+  let text = '';
+  for await (const chunk of input) text += chunk;
+  input.destroy?.();
+  return { values: parseCredentials(text, 'stdin') };
+}
+
+async function adapterOptions(values, defaultState, log, io) {
   return {
+    ...runAs(values['run-as']),
     dir: values.state ?? defaultState,
-    credentials: values.credentials ? { file: path.resolve(values.credentials) } : undefined,
+    credentials: await credentialsFrom(values, io),
     store: values['store-url'] ? { remoteUrl: values['store-url'] } : undefined,
     memoryMb: intOption(values, 'memory-mb'),
     log,
@@ -93,7 +119,7 @@ async function runOnce(args, io) {
   const manifest = loadManifest(positionals[0]);
   const print = printer(io, values.json);
   // One run needs no spare waiting behind it.
-  const adapter = nodeAdapter({ ...adapterOptions(values, path.join(manifest.dir, '.peek-state'), print.log), warm: false });
+  const adapter = nodeAdapter({ ...(await adapterOptions(values, path.join(manifest.dir, '.peek-state'), print.log, io)), warm: false });
   const host = createWorkerHost({ adapter });
   host.on('run', print.run);
   try {
@@ -111,7 +137,7 @@ async function serve(args, io) {
   const dir = path.resolve(positionals[0]);
   const { nodeAdapter, createWorkerHost, createSupervisor } = require('../peek');
   const print = printer(io, values.json);
-  const adapter = nodeAdapter({ ...adapterOptions(values, path.join(dir, '.peek-state'), print.log), channelUrl: values.channel });
+  const adapter = nodeAdapter({ ...(await adapterOptions(values, path.join(dir, '.peek-state'), print.log, io)), channelUrl: values.channel });
   const host = createWorkerHost({ adapter });
   host.on('run', print.run);
   const supervisor = createSupervisor({ dir, adapter, host, log: print.log });

@@ -18,11 +18,13 @@ function credentialEnvName(name, prefix = DEFAULT_PREFIX) {
  * A reader for one configuration.
  * @param {{ file?: string, envPrefix?: string | false }} [options]
  *   file: JSON `{ "<worker name>": "<credential>" }`, readable by its owner only;
- *   envPrefix: the variable prefix, or false to ignore the environment.
+ *   envPrefix: the variable prefix, or false to ignore the environment;
+ *   values: credentials already read (`peek serve --credentials -` reads them from stdin once).
  * @returns {(name: string) => string | undefined}
  */
 function credentialReader(options = {}) {
-  const { file, envPrefix = DEFAULT_PREFIX } = options;
+  const { file, envPrefix = DEFAULT_PREFIX, values } = options;
+  if (values !== undefined && (values === null || typeof values !== 'object')) throw new TypeError('credentials.values must be an object { "<worker>": "<credential>" }');
   if (file !== undefined && (typeof file !== 'string' || file.length === 0)) {
     throw new TypeError('credentials.file must be the path of a JSON file');
   }
@@ -32,6 +34,7 @@ function credentialReader(options = {}) {
       const v = process.env[credentialEnvName(name, envPrefix)];
       if (v) return v;
     }
+    if (values !== undefined && Object.hasOwn(values, name)) return values[name];
     return file === undefined ? undefined : fromFile(file, name);
   };
 }
@@ -70,6 +73,21 @@ function fromFile(file, name) {
   return v;
 }
 
+/** Parses credentials JSON text (from stdin), with the same error rule: where, never what. */
+function parseCredentials(text, where) {
+  let all;
+  try {
+    all = JSON.parse(text);
+  } catch (err) {
+    throw peekError(codes.CREDENTIAL, `credentials from ${where}: not valid JSON (${jsonErrorPlace(err, text)})`);
+  }
+  if (!all || typeof all !== 'object' || Array.isArray(all)) throw peekError(codes.CREDENTIAL, `credentials from ${where}: must be a JSON object { "<worker>": "<credential>" }`);
+  for (const [name, v] of Object.entries(all)) {
+    if (typeof v !== 'string' || v.length === 0) throw peekError(codes.CREDENTIAL, `credentials from ${where}: the entry for ${JSON.stringify(name)} must be a non-empty string`);
+  }
+  return all;
+}
+
 /** Where a JSON.parse error is, as "line L, column C", from the position its message gives; nothing of the text. */
 function jsonErrorPlace(err, text) {
   const m = /position (\d+)/.exec(String(err?.message));
@@ -81,4 +99,4 @@ function jsonErrorPlace(err, text) {
   return `a syntax error at line ${line}, column ${column}`;
 }
 
-module.exports = { credentialReader, credentialEnvName };
+module.exports = { credentialReader, credentialEnvName, parseCredentials };

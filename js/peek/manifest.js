@@ -177,4 +177,4 @@ function resolveRef(ref) {
   throw new TypeError('a worker ref is a manifest path or an object with manifestPath (a loaded Manifest will do)');
 }
 
-module.exports = { loadManifest, checkManifest, resolveRef };
+module.exports = { loadManifest, checkManifest, resolveRef, deepFreeze };

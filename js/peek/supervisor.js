@@ -8,6 +8,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { loadManifest } = require('./manifest');
+const { matches } = require('./topics');
+const { toPlainError } = require('./errors');
 
 /**
  * Finds manifests in `dir`: every `<dir>/<name>/manifest.json` and `<dir>/*.json`.
@@ -71,11 +73,20 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
         }
         const trigger = { kind: 'command', name: command, params: message?.params };
         if (typeof message?.resultTopic === 'string' && message.resultTopic.length > 0) trigger.resultTopic = message.resultTopic;
-        await adapter.dispatch(m.manifestPath, trigger);
+        try {
+          await adapter.dispatch(m.manifestPath, trigger);
+        } catch (err) {
+          // The run never happened (the dispatch itself failed): the caller
+          // waiting on resultTopic hears that rather than nothing.
+          if (trigger.resultTopic !== undefined) {
+            await channel.publish(trigger.resultTopic, { ok: false, error: toPlainError(err), ms: 0 }).catch(() => {});
+          }
+          throw err;
+        }
         return;
       }
       for (const m of manifests.values()) {
-        if (m.capabilities.pubsub?.subscribe.includes(topic)) await adapter.dispatch(m.manifestPath, { kind: 'wake', topic, message });
+        if (matches(m.capabilities.pubsub?.subscribe ?? [], topic)) await adapter.dispatch(m.manifestPath, { kind: 'wake', topic, message });
       }
     } catch (err) {
       log({ level: 'error', worker: '(supervisor)', args: [`handling ${topic} failed:`, err.message] });
@@ -112,9 +123,14 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
       channel = await adapter.openChannel({ topics }, (m) => onMessage(m));
     },
 
+    /** Stops the channel and the alarms first (nothing new starts), then the runs in flight, then the adapter. */
     async close() {
       await channel?.close();
+      // Alarms stop first (no new run starts); a handler still running waits
+      // on its run, which host.close() stops (ERR_PEEK_CLOSED), so both end.
+      const stopping = adapter.stop();
       await host.close();
+      await stopping;
       await adapter.close();
     },
   };

@@ -12,7 +12,7 @@ const { PeekStore, embeddedStore } = require('../store-embedded');
 const { remoteStore } = require('../store-remote');
 const { credentialReader, credentialEnvName } = require('../credentials');
 const { parseSchedule } = require('../schedule-spec');
-const { resolveRef } = require('../manifest');
+const { resolveRef, deepFreeze } = require('../manifest');
 const { Bus } = require('../channel-bus');
 const { WsHub } = require('../channel-ws');
 const { codes, peekError, fromPlainError } = require('../errors');
@@ -39,7 +39,7 @@ function safeJson(v) {
  */
 function nodeAdapter(options = {}) {
   const o = checkOptions(options);
-  const spares = new Spares({ memoryMb: o.memoryMb, warm: o.warm });
+  const spares = new Spares({ memoryMb: o.memoryMb, size: o.spares, uid: o.uid, gid: o.gid });
   const readCredential = credentialReader(o.credentials);
   const log = o.log;
   let host = null;
@@ -116,7 +116,7 @@ function nodeAdapter(options = {}) {
 
     credentialHint(manifest) {
       const env = o.credentials.envPrefix === false ? null : credentialEnvName(manifest.name, o.credentials.envPrefix);
-      const file = o.credentials.file ? `an entry "${manifest.name}" in ${o.credentials.file}` : null;
+      const file = o.credentials.file ? `an entry "${manifest.name}" in ${o.credentials.file}` : o.credentials.values ? `an entry "${manifest.name}" in the credentials read at start` : null;
       return `set ${[env, file].filter(Boolean).join(' or ')}`;
     },
 
@@ -223,24 +223,30 @@ function checkOptions(options) {
   if (store.remoteUrl !== undefined && !/^https?:\/\//.test(store.remoteUrl)) throw new TypeError('nodeAdapter({ store: { remoteUrl } }): must be an http(s) URL');
   if (options.channelUrl !== undefined && !/^wss?:\/\//.test(options.channelUrl)) throw new TypeError('nodeAdapter({ channelUrl }): must be a ws:// or wss:// URL');
   if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('nodeAdapter({ log }): must be a function (record) => void');
+  const id = (name) => {
+    const v = options[name];
+    if (v === undefined) return undefined;
+    if (!Number.isInteger(v) || v < 0 || v > 2 ** 32 - 2) throw new RangeError(`nodeAdapter({ ${name} }): a numeric ${name === 'uid' ? 'user' : 'group'} id, got ${v}`);
+    return v;
+  };
+  const warm = options.warm ?? true;
+  const spares = options.spares ?? (warm ? 1 : 0);
+  if (!Number.isInteger(spares) || spares < 0 || spares > 16) throw new RangeError(`nodeAdapter({ spares }): an integer from 0 to 16, got ${spares}`);
   return {
     dir,
     memoryMb: positive('memoryMb', options.memoryMb, 128),
     maxWallClockMs: positive('maxWallClockMs', options.maxWallClockMs, 15 * 60_000),
     precisionMs: positive('precisionMs', options.precisionMs, 2000),
     retries,
-    warm: options.warm ?? true,
-    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file },
+    spares: warm ? spares : 0,
+    uid: id('uid'),
+    gid: id('gid'),
+    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file, values: options.credentials?.values },
     store: { user: store.user ?? 'local', profile: store.profile ?? 'default', remoteUrl: store.remoteUrl },
     channelUrl: options.channelUrl,
     channelBackoff: options.channelBackoff ?? {},
     log: options.log ?? stderrLog,
   };
-}
-
-function deepFreeze(o) {
-  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
-  return Object.freeze(o);
 }
 
 module.exports = { nodeAdapter, PeekStore };

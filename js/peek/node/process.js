@@ -6,6 +6,7 @@
 // the log sink instead of the supervisor's terminal.
 const { fork } = require('node:child_process');
 const path = require('node:path');
+const { codes, peekError } = require('../errors');
 
 const CHILD = path.join(__dirname, 'child.js');
 /** Variables a run's process keeps; everything else is dropped. */
@@ -16,9 +17,12 @@ const now = () => performance.timeOrigin + performance.now();
 /**
  * Forks a run's process. Resolves `ready` when the child has booted (loader
  * hooks registered, nothing of a worker loaded).
- * @param {{ memoryMb: number }} options
+ * @param {{ memoryMb: number, uid?: number, gid?: number }} options
+ *   uid/gid: run the process as this user and group (the supervisor must be
+ *   allowed to, e.g. root); then it cannot read the supervisor's memory,
+ *   environment, command line or files that user may not read.
  */
-function forkRunProcess({ memoryMb }) {
+function forkRunProcess({ memoryMb, uid, gid }) {
   const env = {};
   for (const key of ENV_ALLOW) if (process.env[key] !== undefined) env[key] = process.env[key];
   const forkAt = now();
@@ -27,6 +31,8 @@ function forkRunProcess({ memoryMb }) {
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     serialization: 'advanced',
+    ...(uid !== undefined ? { uid } : {}),
+    ...(gid !== undefined ? { gid } : {}),
   });
   const exited = new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal, at: now() })));
   const ready = new Promise((resolve, reject) => {
@@ -38,7 +44,7 @@ function forkRunProcess({ memoryMb }) {
     };
     proc.on('message', onMessage);
     proc.once('error', reject);
-    exited.then(({ code, signal }) => reject(new Error(`the run process exited while booting (code ${code}, signal ${signal})`)));
+    exited.then(({ code, signal }) => reject(peekError(codes.CRASHED, `the run's process exited while booting (code ${code}, signal ${signal})${uid !== undefined ? `; it runs as uid ${uid}: can that user read ${CHILD} and the worker's files?` : ''}`)));
   });
   ready.catch(() => {});
   return { proc, forkAt, ready, exited };

@@ -1,66 +1,70 @@
 'use strict';
-// The warm spare: one run process forked ahead of need, booted, holding
+// The warm spares: run processes forked ahead of need (one by default,
+// options.spares for more, so back-to-back runs find one booted), booted, holding
 // nothing of any worker. Taking it hides fork and boot (most of a run's added
 // latency) without giving up a fresh module graph per run: the spare has not
 // imported anything a worker could have touched, and it is used once.
 const { AsyncResource } = require('node:async_hooks');
 const { forkRunProcess, release, hold } = require('./process');
+const { codes, peekError } = require('../errors');
 
 class Spares {
   #options;
-  #spare = null;
+  /** Booted (or booting) processes, oldest first. */
+  #spares = [];
   #closed = false;
   // Forks happen in the async context the pool was made in, not in whichever
   // run's context asked for one: the IPC messages of a process later handed
   // to another worker must not look as if they came from the first one's call.
   #scope = new AsyncResource('PeekSpares');
 
-  /** @param {{ memoryMb: number, warm: boolean }} options */
+  /** @param {{ memoryMb: number, size: number, uid?: number, gid?: number }} options size: spares kept ready (0: fork when a run asks) */
   constructor(options) {
     this.#options = options;
   }
 
   /** A booted (or booting) process for one run, and a new spare forked behind it. */
   take() {
-    if (this.#closed) throw new Error('the adapter is closed');
-    let p = this.#spare;
-    this.#spare = null;
-    if (p === null) p = this.#fork();
+    if (this.#closed) throw peekError(codes.CLOSED, 'the adapter is closed');
+    const p = this.#spares.shift() ?? this.#fork();
     hold(p.proc);
-    if (this.#options.warm) setImmediate(() => this.#refill());
+    if (this.#options.size > 0) setImmediate(() => this.#refill());
     return p;
   }
 
-  /** Forks the spare now (the adapter calls this when it starts). */
+  /** Forks the spares now (the adapter calls this when it starts). */
   warm() {
-    if (this.#options.warm) this.#refill();
+    this.#refill();
   }
 
   #refill() {
-    if (this.#closed || this.#spare !== null) return;
-    const p = this.#fork();
-    release(p.proc);
-    // A spare that dies (killed from outside) is dropped, not handed out.
-    p.exited.then(() => {
-      if (this.#spare === p) this.#spare = null;
-    });
-    this.#spare = p;
+    while (!this.#closed && this.#spares.length < this.#options.size) {
+      const p = this.#fork();
+      release(p.proc);
+      // A spare that dies (killed from outside) is dropped, not handed out.
+      p.exited.then(() => {
+        const i = this.#spares.indexOf(p);
+        if (i >= 0) this.#spares.splice(i, 1);
+      });
+      this.#spares.push(p);
+    }
   }
 
   #fork() {
     return this.#scope.runInAsyncScope(() => forkRunProcess(this.#options));
   }
 
-  /** Kills the spare. */
+  /** Kills the spares. */
   async close() {
     this.#closed = true;
-    const p = this.#spare;
-    this.#spare = null;
-    if (p !== null) {
-      hold(p.proc); // an unref'd process would not keep us waiting for its exit
-      p.proc.kill('SIGKILL');
-      await p.exited;
-    }
+    const all = this.#spares.splice(0);
+    await Promise.all(
+      all.map((p) => {
+        hold(p.proc); // an unref'd process would not keep us waiting for its exit
+        p.proc.kill('SIGKILL');
+        return p.exited;
+      }),
+    );
   }
 }
 

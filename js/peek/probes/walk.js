@@ -1,6 +1,8 @@
 // Assertion 3: every string reachable from api (own and inherited properties,
-// symbols, each function's source), from the globals the host installed, and
-// from this process's environment and arguments. The harness looks for the
+// symbols, each function's source), from the globals the host installed, from
+// this process's environment and arguments, and, where there is a /proc, from
+// the parent's (the supervisor's) environment and command line and every file
+// named there that this process can read. The harness looks for the
 // credential among them; the probe is not told what it is.
 const BUILTIN = new Set([Object.prototype, Function.prototype, Array.prototype]);
 
@@ -32,6 +34,43 @@ export default async function walk(api) {
   visit(process.env, 0);
   visit(process.argv, 0);
   visit(process.execArgv, 0);
+  for (const s of fromParent()) strings.add(s);
   const session = await api.datastore.describe();
   return { strings: [...strings], usedStore: session.success === true };
+}
+
+/** What a worker can read of its parent through /proc (same user): environ, cmdline, and the files they name. */
+function fromParent() {
+  const fs = globalThis.process?.getBuiltinModule?.('node:fs');
+  const ppid = globalThis.process?.ppid;
+  if (!fs || !ppid) return [];
+  const out = [];
+  const read = (file) => {
+    try {
+      return fs.readFileSync(file, 'latin1');
+    } catch (err) {
+      out.push(`${file}: ${err.code ?? err.message}`);
+      return null;
+    }
+  };
+  const parts = [];
+  for (const what of ['environ', 'cmdline']) {
+    const text = read(`/proc/${ppid}/${what}`);
+    if (text !== null) parts.push(...text.split('\0').filter(Boolean));
+  }
+  out.push(...parts);
+  // Any argument or variable value that names a readable file: read it too.
+  const candidates = new Set(parts.flatMap((p) => [p, p.slice(p.indexOf('=') + 1)]).filter((p) => p.startsWith('/') || p.startsWith('.')));
+  for (const c of candidates) {
+    const file = c.startsWith('/') ? c : `/proc/${ppid}/cwd/${c}`;
+    try {
+      const st = fs.statSync(file);
+      if (!st.isFile() || st.size > 64 * 1024) continue;
+    } catch {
+      continue;
+    }
+    const text = read(file);
+    if (text !== null) out.push(text);
+  }
+  return out;
 }
