@@ -5,8 +5,11 @@
 // booted, nothing of any worker imported). Prints runs/s, the p50 added
 // latency (run() wall time minus the entry's own time), and where the time
 // goes at p50: fork (spawn to the child's first instruction), bootstrap (to
-// 'ready': loader hooks registered), import (the worker module), run (the
-// entry), exit (SIGKILL to exit). Bounded to about 20 s.
+// 'ready': import refusal in place), import (the worker module), exit
+// (SIGKILL to exit), and host (the rest: manifest read, api built, IPC each
+// way, waiting on a spare still booting); per run, these add up to "added".
+// The entry's own time (run) is outside "added". Also: bare `node -e 0` on
+// this machine, the floor under any cold figure. Bounded to about 30 s.
 //
 //   node bench/peek.js [--runs N] [--json]
 
@@ -14,11 +17,12 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
+const { spawnSync } = require('node:child_process');
 const { nodeAdapter, createWorkerHost } = require('../js/peek');
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, json: { type: 'boolean' } } });
 const RUNS = Number(values.runs);
-const BUDGET_MS = 6000; // per mode; three modes
+const BUDGET_MS = 6000; // per mode; four modes
 
 const p50 = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -35,8 +39,8 @@ function noopWorker() {
 }
 
 /** Runs the no-op worker; `pause` ms between runs lets the spare finish booting. */
-async function mode(name, { warm, pause }, manifest) {
-  const adapter = nodeAdapter({ warm, log: () => {} });
+async function mode(name, { warm, pause, spares }, manifest) {
+  const adapter = nodeAdapter({ warm, spares, log: () => {} });
   const realms = [];
   const open = adapter.openRealm;
   adapter.openRealm = async (...args) => {
@@ -63,46 +67,60 @@ async function mode(name, { warm, pause }, manifest) {
     busy += t1 - t0;
     const tm = realms[realms.length - 1].timing;
     const own = tm.runEnd - tm.runStart;
-    rows.push({
+    const row = {
       added: t1 - t0 - own,
       // Cold: the whole fork and boot lie inside the run; warm: before it.
       fork: Math.max(0, tm.childOrigin - Math.max(tm.forkAt, t0)),
       bootstrap: Math.max(0, tm.readyAt - Math.max(tm.childOrigin, t0)),
       import: tm.importEnd - tm.importStart,
-      run: own,
       exit: tm.exitAt - tm.killAt,
-    });
+      run: own,
+    };
+    row.host = row.added - row.fork - row.bootstrap - row.import - row.exit;
+    rows.push(row);
   }
   await host.close();
   await adapter.close();
   const stat = (k) => Math.round(p50(rows.map((r) => r[k])) * 10) / 10;
+  // The breakdown of the run at the median of "added", so its parts add up to it.
+  const median = [...rows].sort((a, b) => a.added - b.added)[rows.length >> 1];
+  const r1 = (v) => Math.round(v * 10) / 10;
   return {
     mode: name,
     runs: rows.length,
     runsPerSecond: Math.round((rows.length / busy) * 1000 * 10) / 10,
     p50AddedMs: stat('added'),
-    breakdownP50Ms: { fork: stat('fork'), bootstrap: stat('bootstrap'), import: stat('import'), run: stat('run'), exit: stat('exit') },
+    breakdownAtMedianMs: { fork: r1(median.fork), bootstrap: r1(median.bootstrap), import: r1(median.import), exit: r1(median.exit), host: r1(median.host) },
+    runP50Ms: stat('run'),
   };
 }
 
 async function main() {
   const { dir, manifest } = noopWorker();
   try {
+    const bare = [];
+    for (let i = 0; i < 7; i++) {
+      const t0 = performance.now();
+      spawnSync(process.execPath, ['-e', '0']);
+      bare.push(performance.now() - t0);
+    }
     const results = [
       await mode('cold (fork when the run asks)', { warm: false, pause: 0 }, manifest),
       await mode('warm spare, ready (runs 150 ms apart)', { warm: true, pause: 150 }, manifest),
       await mode('warm spare, back to back', { warm: true, pause: 0 }, manifest),
+      await mode('3 warm spares, back to back', { warm: true, spares: 3, pause: 0 }, manifest),
     ];
+    const bareNodeP50Ms = Math.round(p50(bare) * 10) / 10;
     if (values.json) {
-      console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }, null, 2));
+      console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, bareNodeP50Ms, results }, null, 2));
       return;
     }
-    console.log(`Peek fork-per-run, no-op worker (Node ${process.version}, ${os.cpus().length} cpus)`);
+    console.log(`Peek fork-per-run, no-op worker (Node ${process.version}, ${os.cpus().length} cpus); bare \`node -e 0\` p50 ${bareNodeP50Ms} ms`);
     for (const r of results) {
-      const b = r.breakdownP50Ms;
+      const b = r.breakdownAtMedianMs;
       console.log(
         `${r.mode.padEnd(40)} ${String(r.runsPerSecond).padStart(6)} runs/s  p50 added ${String(r.p50AddedMs).padStart(6)} ms  ` +
-          `(fork ${b.fork}, bootstrap ${b.bootstrap}, import ${b.import}, run ${b.run}, exit ${b.exit})  n=${r.runs}`,
+          `= fork ${b.fork} + bootstrap ${b.bootstrap} + import ${b.import} + exit ${b.exit} + host ${b.host}  (entry ${r.runP50Ms})  n=${r.runs}`,
       );
     }
     console.log('runs/s counts time inside run() only; "added" is run() wall time minus the entry\'s own.');
