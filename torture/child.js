@@ -1,6 +1,6 @@
 'use strict';
 // node torture/child.js <spec as JSON>
-// spec: { dir, intents, round, seed, maxLive, durability, alarmMinMs, alarmMaxMs }
+// spec: { dir, intents, round, seed, maxLive, durability, shards, alarmMinMs, alarmMaxMs, break }
 //
 // One round's workload, run until the parent SIGKILLs this process. It never
 // stops by itself (an orphan exits when the IPC channel closes).
@@ -16,6 +16,7 @@
 // be a violation when it was acknowledged; an intent only widens what the
 // parent accepts.
 const fs = require('node:fs');
+const path = require('node:path');
 const { open } = require('..');
 const W = require('./workers');
 const { slowSyncLoaded } = require('../__test__/helpers/slowsync');
@@ -123,6 +124,7 @@ async function controlLane(host, i) {
       ]);
       call = () => stub.relay(to, op.s);
     }
+    if (early) send({ ack: op.n, v: op.s });
     try {
       const v = await call();
       send({ ack: op.n, v });
@@ -133,9 +135,56 @@ async function controlLane(host, i) {
   }
 }
 
+/** The wiper's lane: sets, deletes, document writes, transactions and deleteAll, one at a time. */
+async function wiperLane(host) {
+  const wid = W.WIPER;
+  const stub = host.get(Tort, wid);
+  for (;;) {
+    const r = rand.next();
+    const name = W.wipeName(rand.int(W.WIPE_NAMES));
+    let op;
+    let call;
+    if (r < 0.3) {
+      op = intend('set', [[wid, slot.key(name), 'set']], { joint: true });
+      call = () => stub.setKey(name, op.s);
+    } else if (r < 0.45) {
+      op = intend('delete', [[wid, slot.key(name), 'del']], { joint: true });
+      call = () => stub.delKey(name);
+    } else if (r < 0.7) {
+      op = intend('put', [[wid, slot.doc(name), 'set']], { joint: true });
+      call = () => stub.putDoc(name, op.s);
+    } else if (r < 0.85) {
+      const z0 = W.wipeName(0);
+      op = intend(
+        'txn',
+        [
+          [wid, slot.key(z0), 'set'],
+          [wid, slot.doc(z0), 'set'],
+          [wid, slot.key(W.wipeName(1)), 'set'],
+        ],
+        { joint: true },
+      );
+      call = () => stub.zTxn(op.s);
+    } else {
+      op = intend('deleteAll', [], { joint: true, wipe: true });
+      call = () => stub.wipe();
+    }
+    if (early) send({ ack: op.n, v: op.s });
+    try {
+      const v = await call();
+      send({ ack: op.n, v });
+    } catch (err) {
+      violation(`${wid} op ${op.n}: ${err?.code ?? ''} ${err?.stack ?? err}`);
+    }
+  }
+}
+
 (async () => {
   process.on('disconnect', () => process.exit(3));
-  const host = await open({ dir: spec.dir, maxLive: spec.maxLive, durability: spec.durability });
+  // With shards the workers run on worker threads and every write crosses
+  // to the host thread as a message: the gate must hold there too.
+  const shards = spec.shards ? { count: 2, module: path.join(__dirname, 'workers.js') } : undefined;
+  const host = await open({ dir: spec.dir, maxLive: spec.maxLive, durability: spec.durability, shards });
   await host.startAlarms({ classes: [Tort] });
   host.on('alarmFailed', (err, info) => violation(`alarm failed: ${JSON.stringify(info)}: ${err?.stack ?? err}`));
   send({ ready: true, preloaded: slowSyncLoaded() });
@@ -144,6 +193,7 @@ async function controlLane(host, i) {
     for (let lane = 0; lane < W.DATA_LANES; lane++) lanes.push(dataLane(host, i, lane));
     lanes.push(controlLane(host, i));
   }
+  lanes.push(wiperLane(host));
   await Promise.all(lanes);
 })().catch((err) => {
   console.error(err);

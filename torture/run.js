@@ -57,6 +57,7 @@ const ALARM_MAX_MS = 1200;
 /** After the restart, how long an acknowledged alarm has to fire past its time. */
 const ALARM_GRACE_MS = 15_000;
 const READY_TIMEOUT_MS = 30_000;
+const ALL_WORKERS = [...Array.from({ length: W.WORKERS }, (_, i) => W.workerId(i)), W.WIPER];
 
 function positive(name, v) {
   const x = Number(v);
@@ -135,8 +136,7 @@ function readIntents(file) {
 async function readAll(host, violations) {
   const slots = new Map();
   const fired = new Map();
-  for (let i = 0; i < W.WORKERS; i++) {
-    const wid = W.workerId(i);
+  for (const wid of ALL_WORKERS) {
     const s = new Map();
     slots.set(wid, s);
     let dump;
@@ -154,7 +154,7 @@ async function readAll(host, violations) {
       else if (k === 't:a') txn.a = v;
       else if (k === 't:b') txn.b = v;
       else if (k.startsWith(W.POISON_KEY)) violations.push(`${wid}: poison key ${k} (written only by a transaction that threw)`);
-      else if (/^(k\d+-\d+|x:w\d+|r:w\d+)$/.test(k)) {
+      else if (/^(k\d+-\d+|x:w\d+|r:w\d+|z\d+)$/.test(k)) {
         if (typeof v !== 'number') violations.push(`${wid} ${k}: holds ${JSON.stringify(v)}, never written`);
         s.set(W.slot.key(k), v);
       } else violations.push(`${wid}: unexpected key ${JSON.stringify(k)}`);
@@ -162,8 +162,12 @@ async function readAll(host, violations) {
     for (const d of dump.docs) {
       if (d.id === 't') txn.doc = d.seq;
       else if (d.id.startsWith(W.POISON_DOC)) violations.push(`${wid}: poison document ${d.id} (written only by a transaction that threw)`);
-      else if (/^d\d+-\d+$/.test(d.id)) s.set(W.slot.doc(d.id), d.seq);
+      else if (/^(d\d+-\d+|z\d+)$/.test(d.id)) s.set(W.slot.doc(d.id), d.seq);
       else violations.push(`${wid}: unexpected document ${JSON.stringify(d.id)}`);
+    }
+    if (wid === W.WIPER) {
+      fired.set(wid, names);
+      continue;
     }
     const parts = [txn.a, txn.b, txn.doc];
     if (parts.every((p) => p === undefined)) s.set(W.slot.txn, null);
@@ -227,7 +231,9 @@ function checkFile(file, listed, violations) {
 function checkSlots(intents, acked, baseline, disk, violations) {
   /** "w\u0000slot" → the ops on that slot, in order */
   const ops = new Map();
+  checkJoint(intents.filter((it) => it.joint), acked, baseline.get(W.WIPER) ?? new Map(), disk.get(W.WIPER) ?? new Map(), violations);
   for (const it of intents) {
+    if (it.joint) continue;
     for (const [w, s, kind] of it.slots) {
       const k = `${w}\u0000${s}`;
       if (!ops.has(k)) ops.set(k, []);
@@ -259,6 +265,7 @@ function checkSlots(intents, acked, baseline, disk, violations) {
   }
   // A slot nobody touched this round keeps what it had.
   for (const [w, m] of baseline) {
+    if (w === W.WIPER) continue;
     for (const [s, v] of m) {
       if (seen.has(`${w}\u0000${s}`)) continue;
       const actual = disk.get(w)?.has(s) ? disk.get(w).get(s) : null;
@@ -266,9 +273,36 @@ function checkSlots(intents, acked, baseline, disk, violations) {
     }
   }
   for (const [w, m] of disk) {
+    if (w === W.WIPER) continue;
     for (const [s, v] of m) {
       if (v !== null && !seen.has(`${w}\u0000${s}`) && !baseline.get(w)?.has(s)) violations.push(`${w} ${s}: holds ${v}, never written`);
     }
+  }
+}
+
+/**
+ * The wiper: one lane wrote all of it, one call at a time, and a worker's
+ * commits land in order, so its whole state must be what the lane's calls
+ * had made of it after some prefix of them that includes every acknowledged
+ * one: a deleteAll or a transaction in part matches no prefix.
+ */
+function checkJoint(ops, acked, before, actual, violations) {
+  const show = (m) => JSON.stringify([...m].filter(([, v]) => v !== null).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const states = [show(before)];
+  let cur = new Map(before);
+  let last = -1;
+  ops.forEach((o, j) => {
+    if (o.wipe) cur = new Map();
+    else for (const [, s, kind] of o.slots) cur.set(s, kind === 'set' ? o.s : null);
+    states.push(show(cur));
+    if (acked.has(o.n)) last = j;
+  });
+  const got = show(actual);
+  if (!states.slice(last + 1).includes(got)) {
+    violations.push(
+      `${W.WIPER}: holds ${got}, the state after no prefix of its calls from the last acknowledged one (${last >= 0 ? `op ${ops[last].n}, ${ops[last].op}` : 'none'}); ` +
+        `allowed: ${states.slice(last + 1).slice(0, 4).join(' | ')}${states.length - last - 1 > 4 ? ' | …' : ''}`,
+    );
   }
 }
 
@@ -296,8 +330,7 @@ async function checkAlarms(host, intents, acked, issued, violations) {
     await sched.stop();
   }
   // Nothing fires that was never set, or on another worker; then forget the runs.
-  for (let i = 0; i < W.WORKERS; i++) {
-    const w = W.workerId(i);
+  for (const w of ALL_WORKERS) {
     const names = await host.get(W.Tort, w).fired();
     for (const name of names) {
       const setter = issued.get(name);
@@ -344,12 +377,13 @@ async function main() {
     }
     const maxLive = rand.chance(0.5) ? 6 : 128;
     const durability = rand.chance(0.25) ? 'relaxed' : 'full';
+    const shards = rand.chance(0.25);
     const early = rand.chance(0.1);
     const killAfterMs = early ? rand.int(300) : Math.round((0.1 + 0.9 * rand.next()) * SECONDS * 1000);
     const intentsFile = path.join(base, `intents-${round}.log`);
     fs.writeFileSync(intentsFile, '');
     issued.set(`round:${round}`, true);
-    const spec = { dir, intents: intentsFile, round, seed: SEED, maxLive, durability, alarmMinMs: ALARM_MIN_MS, alarmMaxMs: ALARM_MAX_MS, break: args.break };
+    const spec = { dir, intents: intentsFile, round, seed: SEED, maxLive, durability, shards, alarmMinMs: ALARM_MIN_MS, alarmMaxMs: ALARM_MAX_MS, break: args.break };
     const got = await runChild(spec, killAfterMs, early);
     const violations = [...got.violations];
     const intents = readIntents(intentsFile);
@@ -378,7 +412,7 @@ async function main() {
     totals.violations += violations.length;
     if (!args.quiet || violations.length > 0) {
       console.log(
-        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: killed ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}); ` +
+        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: killed ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}${shards ? ', 2 shards' : ''}); ` +
           `${intents.length} calls, ${got.acked.size} acknowledged, ${got.refused} refused as planned; checked ${ops} writes, ${alarms} alarms, ${files} files; ` +
           `${violations.length} violations; ${Date.now() - t0} ms`,
       );

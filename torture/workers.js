@@ -22,6 +22,16 @@ const DOCS = 2;
 const STEP_BASE = 1_000_000;
 
 const workerId = (i) => `w${i}`;
+/**
+ * One more worker, driven by a single lane that also calls deleteAll: every
+ * write to it comes from that lane, so its whole state after a crash must be
+ * the state after some prefix of the lane's calls (checked as one, not slot
+ * by slot: a deleteAll or a transaction seen in part is a violation).
+ */
+const WIPER = 'wiper';
+/** The wiper's keys and documents. */
+const wipeName = (n) => `z${n}`;
+const WIPE_NAMES = 3;
 /** State key `n` of data lane `lane`. */
 const dataKey = (lane, n) => `k${lane}-${n}`;
 /** Document `n` of data lane `lane`. */
@@ -170,6 +180,21 @@ class Tort extends DurableWorker {
     return step;
   }
 
+  /** The wiper's transaction: two keys and a document. */
+  async zTxn(step) {
+    await this.state.transaction(async () => {
+      this.state.set(wipeName(0), step);
+      this.state.collection('docs').put(wipeName(0), { id: wipeName(0), seq: step, kind: 'txn' });
+      this.state.set(wipeName(1), step);
+    });
+    return step;
+  }
+
+  async wipe() {
+    await this.state.deleteAll();
+    return true;
+  }
+
   async arm(name, at) {
     await this.state.setAlarm(at, { name });
     return at;
@@ -207,6 +232,9 @@ module.exports = {
   POISON_KEY,
   POISON_DOC,
   workerId,
+  WIPER,
+  wipeName,
+  WIPE_NAMES,
   dataKey,
   docId,
   relayInKey,
