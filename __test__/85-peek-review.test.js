@@ -366,3 +366,19 @@ test.serial('uid/gid: a run process runs as the user given and cannot read the s
   t.true(r.ok, r.error?.message);
   t.deepEqual(r.value, { uid: 65534, gid: 65534, environ: 'EACCES' });
 });
+
+test.serial('examples/peek/second/run.cjs finishes: two scheduled runs, a denied fetch, one command answered, and it exits', async (t) => {
+  t.timeout(60_000);
+  const script = path.join(__dirname, '..', 'examples', 'peek', 'second', 'run.cjs');
+  const p = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (d) => (out += d));
+  p.stderr.on('data', (d) => (out += d));
+  const code = await Promise.race([new Promise((r) => p.on('close', r)), sleep(45_000).then(() => 'timeout')]);
+  if (code === 'timeout') p.kill('SIGKILL');
+  t.is(code, 0, out);
+  t.regex(out, /two scheduled runs, due 2000 ms apart/);
+  t.regex(out, /ERR_PEEK_NETWORK_DENIED/);
+  t.regex(out, /command answered: \{"echo":\{"hello":"channel"\}/);
+  t.regex(out, /run: command ok/);
+});
