@@ -67,11 +67,18 @@ const assertions = [
     id: 6,
     name: 'a throw is fatal: { ok: false }, and nothing of the run acts afterwards',
     async check(h) {
-      const r = await h.run('throws');
-      // The probe's timer would log 50 ms after the throw; give it ample time.
-      await sleep(400);
-      const after = h.logs.some((l) => l.worker === 'probe-throws' && l.args.includes('after-throw'));
-      return { ok: !r.ok && !after, observed: `ok: ${r.ok}; timer after the throw ${after ? 'ran' : 'never ran'}` };
+      // The probe's timer would log and fetch this server 50 ms after the throw.
+      const { countingServer } = require('./declarations');
+      const server = await countingServer();
+      try {
+        const r = await h.run('throws', { url: server.url });
+        await sleep(400);
+        const after = h.logs.some((l) => l.worker === 'probe-throws' && l.args.includes('after-throw'));
+        const hits = server.stats.requests;
+        return { ok: !r.ok && !after && hits === 0, observed: `ok: ${r.ok}; timer after the throw ${after ? 'logged' : 'never logged'}; server hit ${hits} times` };
+      } finally {
+        await server.close();
+      }
     },
   },
   {

@@ -269,4 +269,4 @@ const declarations = [
   },
 ];
 
-module.exports = { declarations };
+module.exports = { declarations, countingServer };
