@@ -87,35 +87,48 @@ const valueArb = fc.oneof(
   fc.tuple(fc.integer(), fc.string({ maxLength: 3 })).map(([a, b]) => new Map([[a, b]])),
 );
 
-const listOptsArb = fc.record(
-  {
-    prefix: shortKey,
-    start: shortKey,
-    end: shortKey,
-    limit: fc.nat(5),
-    reverse: fc.boolean(),
-  },
-  { requiredKeys: [] },
-);
+/**
+ * The op and step generators over a key space. Wide keys find what breaks on
+ * odd strings; a dense space of three keys makes ops collide (a key written,
+ * then rewritten by a nested transaction, then synced), which is where
+ * ordering bugs live.
+ * @param {{ key: fc.Arbitrary<string>, listKey: fc.Arbitrary<string>, syncInNested: boolean }} space
+ */
+function generators({ key, listKey, syncInNested }) {
+  const listOpts = fc.record(
+    { prefix: listKey, start: listKey, end: listKey, limit: fc.nat(5), reverse: fc.boolean() },
+    { requiredKeys: [] },
+  );
+  const leaf = (withSync) =>
+    fc.oneof(
+      { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key, value: valueArb }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key, bad: fc.constantFrom(...UNCLONEABLE) }) },
+      { weight: 3, arbitrary: fc.record({ op: fc.constant('delete'), key }) },
+      { weight: 2, arbitrary: fc.record({ op: fc.constant('get'), key }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('has'), key }) },
+      { weight: 2, arbitrary: fc.record({ op: fc.constant('list'), opts: listOpts }) },
+      { weight: 1, arbitrary: fc.constant({ op: 'keys' }) },
+      { weight: withSync ? 2 : 0, arbitrary: fc.constant({ op: 'sync' }) },
+    );
+  const txnOf = (inner) => fc.record({ op: fc.constant('txn'), ops: fc.array(inner, { maxLength: 4 }), throws: fc.boolean() });
+  const op = fc.oneof(
+    { weight: 6, arbitrary: leaf(true) },
+    { weight: 2, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leaf(true) }, { weight: 2, arbitrary: txnOf(leaf(syncInNested)) })) },
+  );
+  return fc.oneof(
+    { weight: 8, arbitrary: fc.record({ step: fc.constant('call'), ops: fc.array(op, { minLength: 1, maxLength: 5 }) }) },
+    { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leaf(true), { minLength: 1, maxLength: 3 }) }) },
+    { weight: 1, arbitrary: fc.constant({ step: 'reopen' }) },
+    { weight: 1, arbitrary: fc.constant({ step: 'deleteAll' }) },
+  );
+}
 
-const leafOp = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key: keyArb, value: valueArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key: keyArb, bad: fc.constantFrom(...UNCLONEABLE) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('delete'), key: keyArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('get'), key: keyArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('has'), key: keyArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('list'), opts: listOptsArb }) },
-  { weight: 1, arbitrary: fc.constant({ op: 'keys' }) },
-);
-const txnOf = (inner) => fc.record({ op: fc.constant('txn'), ops: fc.array(inner, { maxLength: 4 }), throws: fc.boolean() });
-const opArb = fc.oneof({ weight: 6, arbitrary: leafOp }, { weight: 1, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leafOp }, { weight: 1, arbitrary: txnOf(leafOp) })) });
-
-const stepArb = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ step: fc.constant('call'), ops: fc.array(opArb, { minLength: 1, maxLength: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leafOp, { minLength: 1, maxLength: 3 }) }) },
-  { weight: 1, arbitrary: fc.constant({ step: 'reopen' }) },
-  { weight: 1, arbitrary: fc.constant({ step: 'deleteAll' }) },
-);
+// A sync() inside a nested transaction is left out of the generated steps
+// until the bug the failing test below shows is fixed; set it to true then.
+const SYNC_IN_NESTED = false;
+const WIDE = generators({ key: keyArb, listKey: shortKey, syncInNested: SYNC_IN_NESTED });
+const DENSE_KEY = fc.constantFrom('a', 'b', 'ab');
+const DENSE = generators({ key: DENSE_KEY, listKey: fc.constantFrom('', 'a', 'ab', 'b', 'c'), syncInNested: SYNC_IN_NESTED });
 
 // --- the worker and the model run the same ops ----------------------------------
 
@@ -157,6 +170,10 @@ async function runOps(state, ops) {
           break;
         case 'keys':
           out.push({ value: state.keys() });
+          break;
+        case 'sync':
+          await state.sync();
+          out.push({ ok: true });
           break;
         case 'txn': {
           let inner;
@@ -217,6 +234,9 @@ function model(m, ops) {
       }
       case 'keys':
         out.push({ value: [...m.keys()].sort() });
+        break;
+      case 'sync':
+        out.push({ ok: true });
         break;
       case 'txn': {
         const copy = new Map(m);
@@ -345,8 +365,8 @@ async function sentinelUnchanged(host) {
 
 // --- this.state against the model ---------------------------------------------------
 
-test('this.state matches an in-memory model through random writes, lists, transactions, throwing calls, deleteAll and reopens, for keys from the whole Unicode range', async (t) => {
-  t.timeout(120_000);
+/** Runs random steps on one worker and its model, in a fresh directory per run. */
+async function modelRuns(t, stepArb, numRuns) {
   const root = tmpDir(t);
   let run = 0;
   await fc.assert(
@@ -396,9 +416,58 @@ test('this.state matches an in-memory model through random writes, lists, transa
         fs.rmSync(dir, { recursive: true, force: true });
       }
     }),
-    { numRuns: Math.round(RUNS * 1.5), ...replay() },
+    { numRuns, ...replay() },
   );
   t.pass();
+}
+
+test('this.state matches an in-memory model through random writes, lists, syncs, transactions, throwing calls, deleteAll and reopens, for keys from the whole Unicode range', async (t) => {
+  t.timeout(120_000);
+  await modelRuns(t, WIDE, RUNS);
+});
+
+test('this.state matches an in-memory model when three keys are written, rewritten in nested transactions and synced', async (t) => {
+  t.timeout(120_000);
+  await modelRuns(t, DENSE, RUNS);
+});
+
+// Known bug (js/state.js #takeBatch): a flush inside a nested transaction
+// writes a key as it was before the *outermost* transaction only if that
+// transaction's undo log has it. A key dirtied before the outer transaction
+// began and then written only by the inner one is flushed with the inner
+// transaction's value; when the inner one throws, the resident copy is put
+// back but the disk keeps the rolled-back value, which a reopen (or a crash)
+// then reveals. The contract (API.md §1, transaction): "if fn throws, not at
+// all". Marked failing until fixed; then drop `.failing` and set
+// SYNC_IN_NESTED above to true.
+class Nested extends DurableWorker {
+  async run() {
+    this.state.set('k', 'before');
+    await this.state.transaction(async () => {
+      await this.state
+        .transaction(async () => {
+          this.state.set('k', 'rolled back');
+          await this.state.sync();
+          throw new Planned('inner');
+        })
+        .catch(() => {});
+    });
+    return this.state.get('k');
+  }
+
+  async read() {
+    return this.state.get('k');
+  }
+}
+
+test.failing('a nested transaction that throws leaves nothing on disk, even when its body syncs a key written before the outer transaction', async (t) => {
+  const dir = tmpDir(t);
+  let host = await open({ dir });
+  t.is(await host.get(Nested, 'n').run(), 'before');
+  await host.close();
+  host = await open({ dir });
+  t.teardown(() => host.close());
+  t.is(await host.get(Nested, 'n').read(), 'before');
 });
 
 // --- ids ----------------------------------------------------------------------
