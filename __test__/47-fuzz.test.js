@@ -11,7 +11,11 @@
 //     "..": each valid one its own file inside the directory, the others
 //     ERR_DURABLE_ID wherever an id is taken;
 //   - values, arguments and results that cannot be cloned: ERR_DURABLE_UNCLONEABLE;
-//   - method names such as __proto__, constructor, then, toString, start, alarm.
+//   - method names such as __proto__, constructor, then, toString, start, alarm;
+//   - collection, field and query names: undeclared ones refused before any
+//     SQL, `__proto__` and `constructor` ordinary when declared.
+// The state model runs twice: over wide keys, and over three keys that
+// collide (rewritten in nested transactions and synced).
 // After every bad input, nothing changed: not the worker's own state, not
 // another worker's.
 //
@@ -681,4 +685,60 @@ test('hooks, inherited and unknown names are ERR_DURABLE_METHOD through a stub a
   t.deepEqual(tree(dir), files, 'no refused call created a file');
   await sentinelUnchanged(host);
   t.deepEqual(await caller.dump(), [['x', 1]]);
+});
+
+// --- collection, field and query names ------------------------------------------------
+
+class Named extends DurableWorker {
+  // Declared through JSON so the names are own properties, as a config file would give them.
+  static collections = JSON.parse('{"docs": {"n": "integer", "s": "text"}, "__proto__": {"x": "text"}, "constructor": {"hasOwnProperty": "integer", "__proto__": "text"}}');
+
+  async collection(name) {
+    try {
+      this.state.collection(name);
+      return 'ok';
+    } catch (err) {
+      return err.code;
+    }
+  }
+
+  async find(name, opts) {
+    try {
+      return await this.state.collection(name).find(opts);
+    } catch (err) {
+      return err.code ?? err.name;
+    }
+  }
+
+  async put(name, id, doc) {
+    this.state.collection(name).put(id, doc);
+  }
+}
+
+test('undeclared collection, field and query names are refused before any SQL; __proto__ and constructor are ordinary declared names', async (t) => {
+  const dir = tmpDir(t);
+  let host = await open({ dir });
+  const w = host.get(Named, 'n');
+  for (const name of ['toString', 'hasOwnProperty', '', 'docs; DROP TABLE kv', 'DOCS', 'kv', 'meta', 'alarms', 'fields', 7, null]) {
+    t.is(await w.collection(name), 'ERR_DURABLE_NAME', `collection(${JSON.stringify(name)})`);
+  }
+  const sneaky = "'); DROP TABLE kv; --";
+  await w.put('docs', 'a', { n: 1, s: sneaky });
+  await w.put('__proto__', 'b', { x: 'hello' });
+  await w.put('constructor', 'c', JSON.parse('{"hasOwnProperty": 5, "__proto__": "p"}'));
+  for (const where of [{ constructor: 1 }, { toString: 1 }, { 'n; DROP TABLE kv': 1 }, { 'n" OR 1=1 --': 1 }, JSON.parse('{"__proto__": {"$eq": 1}}')]) {
+    t.is(await w.find('docs', { where }), 'ERR_DURABLE_NOT_INDEXED', JSON.stringify(where));
+  }
+  t.is(await w.find('docs', { orderBy: 'n desc; DROP TABLE kv' }), 'ERR_DURABLE_NOT_INDEXED');
+  t.is(await w.find('docs', { orderBy: ['n', 'sideways'] }), 'TypeError');
+  t.is(await w.find('docs', { where: { n: { $where: '1' } } }), 'TypeError');
+  t.deepEqual(await w.find('docs', { where: { s: sneaky } }), [{ n: 1, s: sneaky }]);
+  await host.close();
+  host = await open({ dir });
+  t.teardown(() => host.close());
+  const again = host.get(Named, 'n');
+  t.deepEqual(await again.find('docs', {}), [{ n: 1, s: sneaky }], 'the kv and docs tables are still there');
+  t.deepEqual(await again.find('__proto__', { where: { x: 'hello' } }), [{ x: 'hello' }]);
+  t.deepEqual(await again.find('constructor', { where: JSON.parse('{"__proto__": "p"}') }), [JSON.parse('{"hasOwnProperty": 5, "__proto__": "p"}')]);
+  t.deepEqual(await again.find('constructor', { where: { hasOwnProperty: 5 } }), [JSON.parse('{"hasOwnProperty": 5, "__proto__": "p"}')]);
 });
