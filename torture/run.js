@@ -1,5 +1,6 @@
 'use strict';
 // npm run torture -- --rounds N [--seed S] [--seconds-per-round X] [--dir D] [--fresh] [--sync-ms M] [--quiet]
+//                      (--quiet: only rounds with violations, and a line every 50 rounds)
 //                      [--break ack-early]   (a check of the checker: must report violations)
 //
 // Crash torture. Each round forks torture/child.js under the slow-sync shim
@@ -418,6 +419,9 @@ async function main() {
       );
     }
     for (const v of violations) console.log(`  VIOLATION ${v}`);
+    if (args.quiet && (r + 1) % 50 === 0) {
+      console.log(`${r + 1}/${ROUNDS} rounds, ${totals.ops + totals.alarms} acknowledged operations checked, ${totals.violations} violations, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    }
   }
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
