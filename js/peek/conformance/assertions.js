@@ -1,6 +1,7 @@
 'use strict';
 // The eight assertions: the same on every adapter. An adapter that fails one
 // is not an adapter of this contract. Each returns { ok, observed }.
+const fs = require('node:fs');
 const { credentialEnvName } = require('../credentials');
 const { sleep } = require('./harness');
 
@@ -29,18 +30,20 @@ const assertions = [
   },
   {
     id: 3,
-    name: 'the credential is unreachable from api (recursive walk, toString included)',
+    name: 'the credential is unreachable from api (recursive walk, toString included) and absent from the run’s heap',
     async check(h, options) {
       const credential = `peek-cred-${h.nonce}-${Math.random().toString(36).slice(2)}`;
-      const undo = await options.mintCredential('probe-walk', credential);
+      const undo = [];
       try {
-        const r = await h.run('walk');
-        if (!r.ok) return { ok: false, observed: `run failed: ${r.error.message}` };
-        if (!r.value.usedStore) return { ok: false, observed: 'the probe could not use the store, so the credential was not in play' };
-        const hits = r.value.strings.filter((s) => s.includes(credential)).length;
-        return { ok: hits === 0, observed: `${r.value.strings.length} strings walked, ${hits} contain the credential` };
+        // Both probes are granted the datastore and use it: the credential is
+        // in play in the host (a remote store sends it with every call).
+        undo.push(await options.mintCredential('probe-walk', credential));
+        undo.push(await options.mintCredential('probe-heap', credential));
+        const walk = await walkProbe(h, credential);
+        const heap = await heapProbe(h, credential);
+        return { ok: walk.ok && heap.ok, observed: `walk: ${walk.observed}; heap: ${heap.observed}` };
       } finally {
-        await undo?.();
+        for (const u of undo.reverse()) await u?.();
       }
     },
   },
@@ -107,6 +110,63 @@ const assertions = [
   },
 ];
 
+/** Assertion 3, the walk: every string reachable from api, the globals, the environment and the parent through /proc. */
+async function walkProbe(h, credential) {
+  const r = await h.run('walk');
+  if (!r.ok) return { ok: false, observed: `run failed: ${r.error.message}` };
+  if (!r.value.usedStore) return { ok: false, observed: 'the probe could not use the store, so the credential was not in play' };
+  const hits = r.value.strings.filter((s) => s.includes(credential)).length;
+  return { ok: hits === 0, observed: `${r.value.strings.length} strings walked, ${hits} contain the credential`, hits };
+}
+
+/**
+ * Assertion 3, the heap: the run writes a snapshot of its own V8 heap; the
+ * harness scans the file for the credential. The snapshot must hold the
+ * marker the trigger carried, or the scan proves nothing. A realm with no
+ * heap snapshot (workerd) is reported as such, not failed.
+ */
+async function heapProbe(h, credential) {
+  const marker = `peek-heap-marker-${h.nonce}-${Math.random().toString(36).slice(2)}`;
+  const r = await h.run('heap', { marker, dir: h.scratch });
+  if (!r.ok) return { ok: false, observed: `run failed: ${r.error.message}` };
+  const v = r.value;
+  if (v.unsupported) return { ok: true, skipped: v.unsupported, observed: `not scanned: ${v.unsupported}` };
+  if (!v.usedStore) return { ok: false, observed: 'the probe could not use the store, so the credential was not in play' };
+  if (v.error) return { ok: false, observed: v.error };
+  let scan;
+  try {
+    scan = scanFile(v.file, [credential, marker]);
+  } catch (err) {
+    return { ok: false, observed: `the snapshot ${v.file} could not be read: ${err.code ?? err.message}` };
+  } finally {
+    fs.rmSync(v.file, { force: true });
+  }
+  const [hits, markers] = scan.counts;
+  const mb = (scan.bytes / 2 ** 20).toFixed(1);
+  if (markers === 0) return { ok: false, observed: `the ${mb} MB snapshot does not hold the trigger's marker: the scan cannot be trusted` };
+  return { ok: hits === 0, observed: `a ${mb} MB snapshot of the run's process (marker found), ${hits} occurrences of the credential`, hits };
+}
+
+/**
+ * Counts occurrences of each needle in a file, as it is and JSON-escaped
+ * (a heap snapshot is JSON). Strings past V8's snapshot limit (1024
+ * characters) are cut there, so a needle is found in any string that holds
+ * it within its first 1024 characters.
+ * @returns {{ bytes: number, counts: number[] }}
+ */
+function scanFile(file, needles) {
+  const buf = fs.readFileSync(file);
+  const counts = needles.map((needle) => {
+    const forms = [...new Set([needle, JSON.stringify(needle).slice(1, -1)])].map((f) => Buffer.from(f, 'utf8'));
+    let n = 0;
+    for (const form of forms) {
+      for (let i = buf.indexOf(form); i >= 0; i = buf.indexOf(form, i + form.length)) n++;
+    }
+    return n;
+  });
+  return { bytes: buf.length, counts };
+}
+
 /** Default way to hand a worker a credential: the environment variable the Node adapter reads. */
 function envMint(name, value) {
   const key = credentialEnvName(name);
@@ -118,4 +178,4 @@ function envMint(name, value) {
   };
 }
 
-module.exports = { assertions, envMint };
+module.exports = { assertions, envMint, scanFile };
