@@ -97,6 +97,8 @@ async function dataLane(host, i, lane) {
 async function controlLane(host, i) {
   const wid = W.workerId(i);
   const stub = host.get(Tort, wid);
+  /** Alarm names this lane has set this round: a rearm moves one of them. */
+  const armed = [];
   for (;;) {
     const r = rand.next();
     const syncMid = rand.chance(0.3);
@@ -110,9 +112,13 @@ async function controlLane(host, i) {
       op = intend('txnThrow', [[wid, slot.txn, 'noop']], { syncMid });
       call = () => stub.txnThrow(op.s, { syncMid });
     } else if (r < 0.7) {
+      // A new name, or (one time in three) one set before, moved to a new
+      // time, earlier or later: the index must never end up later than it.
       const at = Date.now() + spec.alarmMinMs + rand.int(spec.alarmMaxMs - spec.alarmMinMs);
-      const name = `a${spec.round}-${n + 1}`;
-      op = intend('alarm', [], { w: wid, name, at });
+      const rearm = armed.length > 0 && rand.chance(1 / 3);
+      const name = rearm ? rand.pick(armed) : `a${spec.round}-${n + 1}`;
+      if (!rearm) armed.push(name);
+      op = intend('alarm', [], { w: wid, name, at, rearm });
       call = () => stub.arm(name, at);
     } else {
       let j = rand.int(W.WORKERS - 1);

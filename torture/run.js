@@ -309,36 +309,53 @@ function checkJoint(ops, acked, before, actual, violations) {
 
 /**
  * Starts the alarms and waits until every acknowledged one has fired, at the
- * latest ALARM_GRACE_MS past its time. Returns how many were checked.
+ * latest ALARM_GRACE_MS past its time. An alarm may be set again under its
+ * name (a rearm): the hook records the scheduledTime of its latest run, which
+ * must come to be the time of the last acknowledged setting of that name or of
+ * a later one. Returns how many names were checked.
  */
 async function checkAlarms(host, intents, acked, issued, violations) {
-  const want = new Map(); // name → { w, at }
-  for (const it of intents) if (it.op === 'alarm' && acked.has(it.n)) want.set(it.name, { w: it.w, at: it.at });
+  /** name → { w, ats: times set, in order; last: index of the last acknowledged } */
+  const byName = new Map();
+  for (const it of intents) {
+    if (it.op !== 'alarm') continue;
+    if (!byName.has(it.name)) byName.set(it.name, { w: it.w, ats: [], last: -1 });
+    const a = byName.get(it.name);
+    a.ats.push(it.at);
+    if (acked.has(it.n)) a.last = a.ats.length - 1;
+  }
+  const want = new Map([...byName].filter(([, a]) => a.last >= 0).map(([name, a]) => [name, { w: a.w, allowed: a.ats.slice(a.last) }]));
   const sched = await host.startAlarms({ classes: [W.Tort] });
   try {
-    const deadline = Math.max(Date.now(), ...[...want.values()].map((a) => a.at)) + ALARM_GRACE_MS;
+    const deadline = Math.max(Date.now(), ...[...want.values()].flatMap((a) => a.allowed)) + ALARM_GRACE_MS;
     const missing = new Set(want.keys());
     while (missing.size > 0 && Date.now() < deadline) {
       const byWorker = new Set([...missing].map((n) => want.get(n).w));
-      for (const w of byWorker) for (const name of await host.get(W.Tort, w).fired()) missing.delete(name);
+      for (const w of byWorker) {
+        for (const [name, at] of await host.get(W.Tort, w).firedAt()) if (want.get(name)?.allowed.includes(at)) missing.delete(name);
+      }
       if (missing.size > 0) await sleep(50);
     }
     for (const name of missing) {
-      const { w, at } = want.get(name);
-      violations.push(`${w}: alarm ${name} (due ${new Date(at).toISOString()}) was acknowledged and had not fired ${ALARM_GRACE_MS} ms past its time`);
+      const { w, allowed } = want.get(name);
+      violations.push(
+        `${w}: alarm ${name}, acknowledged for ${new Date(allowed[0]).toISOString()}, had not run for that time (or a later setting) ${ALARM_GRACE_MS} ms past it`,
+      );
     }
   } finally {
     await sched.stop();
   }
   // Nothing fires that was never set, or on another worker; then forget the runs.
   for (const w of ALL_WORKERS) {
-    const names = await host.get(W.Tort, w).fired();
-    for (const name of names) {
-      const setter = issued.get(name);
-      if (setter === undefined && issued.has(`round:${name.match(/^a(\d+)-/)?.[1]}`)) violations.push(`${w}: alarm ${name} fired, never set`);
-      else if (setter !== undefined && setter !== w) violations.push(`${w}: alarm ${name} fired here, set on ${setter}`);
+    const runs = await host.get(W.Tort, w).firedAt();
+    for (const [name, at] of runs) {
+      const set = issued.get(name);
+      if (set === undefined) {
+        if (issued.has(`round:${name.match(/^a(\d+)-/)?.[1]}`)) violations.push(`${w}: alarm ${name} fired, never set`);
+      } else if (set.w !== w) violations.push(`${w}: alarm ${name} fired here, set on ${set.w}`);
+      else if (!set.ats.has(at)) violations.push(`${w}: alarm ${name} ran for ${at}, a time it was never set to`);
     }
-    if (names.length > 0) await host.get(W.Tort, w).forgetFired(names);
+    if (runs.length > 0) await host.get(W.Tort, w).forgetFired(runs.map(([name]) => name));
   }
   return want.size;
 }
@@ -352,7 +369,7 @@ async function main() {
   const rand = W.rng(`${SEED}/parent`);
   const started = Date.now();
   const totals = { ops: 0, alarms: 0, intents: 0, refused: 0, violations: 0 };
-  /** name → worker that set it; `round:<r>` marks rounds this run issued. */
+  /** alarm name → { w: the worker that set it, ats: the times it was set to }; `round:<r>` marks rounds this run issued. */
   const issued = new Map();
 
   // What the directory holds before round 1 (empty, unless --dir names a kept one).
@@ -388,7 +405,11 @@ async function main() {
     const got = await runChild(spec, killAfterMs, early);
     const violations = [...got.violations];
     const intents = readIntents(intentsFile);
-    for (const it of intents) if (it.op === 'alarm') issued.set(it.name, it.w);
+    for (const it of intents) {
+      if (it.op !== 'alarm') continue;
+      if (!issued.has(it.name)) issued.set(it.name, { w: it.w, ats: new Set() });
+      issued.get(it.name).ats.add(it.at);
+    }
 
     const host = await open({ dir });
     let ops = 0;

@@ -216,6 +216,14 @@ class Tort extends DurableWorker {
     return this.state.keys().filter((k) => k.startsWith('fired:')).map((k) => k.slice('fired:'.length));
   }
 
+  /** [name, scheduledTime] of each alarm whose hook has recorded a run (the latest run of each name). */
+  async firedAt() {
+    return this.state
+      .entries()
+      .filter(([k]) => k.startsWith('fired:'))
+      .map(([k, v]) => [k.slice('fired:'.length), v]);
+  }
+
   /** Forgets the record of these runs, so a directory carried across rounds does not grow. */
   async forgetFired(names) {
     for (const n of names) this.state.delete(firedKey(n));
