@@ -104,3 +104,18 @@ test.serial('a supervisor down across three due times runs the schedule once at 
   t.true(next.trigger.scheduledFor > catchUp.value.startedAt, 'the next slot is after the catch-up run');
   t.true(next.trigger.scheduledFor - INTERVAL <= catchUp.at + 100, 'and it is the first slot after it: none skipped beyond the catch-up');
 });
+
+test.serial('the conformance check of catchesUpMissedRuns counts the runs for missed slots: exactly one passes true, and false is caught', async (t) => {
+  t.timeout(60_000);
+  const { runConformance } = require('durable-workers/peek');
+  const adapter = nodeAdapter({ dir: path.join(tmpDir(t), 'state'), log: () => {} });
+  t.teardown(() => adapter.close());
+  const truth = await runConformance({ adapter, only: ['scheduler.catchesUpMissedRuns'] });
+  t.true(truth.ok, truth.declarations[0]?.observed);
+  t.regex(truth.declarations[0].observed, /every 1s, stopped across [3-9] due times: 1 run\(s\) for missed slots/);
+  const d = adapter.declares;
+  const lying = { ...adapter, declares: { ...d, scheduler: { ...d.scheduler, catchesUpMissedRuns: false } } };
+  const lie = await runConformance({ adapter: lying, only: ['scheduler.catchesUpMissedRuns'] });
+  t.false(lie.ok);
+  t.regex(lie.declarations[0].observed, /1 run\(s\) for missed slots/);
+});
