@@ -464,7 +464,7 @@ class Nested extends DurableWorker {
   }
 }
 
-test.failing('a nested transaction that throws leaves nothing on disk, even when its body syncs a key written before the outer transaction', async (t) => {
+test('a nested transaction that throws leaves nothing on disk, even when its body syncs a key written before the outer transaction', async (t) => {
   const dir = tmpDir(t);
   let host = await open({ dir });
   t.is(await host.get(Nested, 'n').run(), 'before');

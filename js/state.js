@@ -392,11 +392,18 @@ class DurableState {
     const tags = [];
     const values = [];
     const deletes = [];
-    const outer = this.#txns.length ? this.#txns[0].undo : null;
     for (const [key, base] of this.#pending) {
       // A key an open transaction has changed is written as it was before the
-      // transaction: the transaction's own value commits when it does.
-      const cur = outer !== null && outer.has(key) ? outer.get(key) : this.#resident.get(key);
+      // outermost one that changed it: the transactions' own values commit
+      // when they do. (Every open transaction counts, not only the outermost:
+      // a nested one that throws after a sync must leave nothing on disk.)
+      let cur = this.#resident.get(key);
+      for (const txn of this.#txns) {
+        if (txn.undo.has(key)) {
+          cur = txn.undo.get(key);
+          break;
+        }
+      }
       if (cur === undefined || cur === null) {
         if (base !== null) deletes.push(key);
       } else if (base === null || !base.bytes.equals(cur.bytes)) {
