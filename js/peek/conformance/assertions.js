@@ -30,7 +30,7 @@ const assertions = [
   },
   {
     id: 3,
-    name: 'the credential is unreachable from api (recursive walk, toString included) and absent from the run’s heap',
+    name: 'no credential in reach: a walk of api (toString incl.), the run’s heap',
     async check(h, options) {
       const credential = `peek-cred-${h.nonce}-${Math.random().toString(36).slice(2)}`;
       const undo = [];
