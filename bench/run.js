@@ -226,7 +226,7 @@ function tableFor(rows, results, footnotes, extraRows = []) {
  * measured in this run: better-sqlite3 in process and over node:http, and
  * local workerd Durable Objects over node:http.
  */
-function summary(results, slowResults, shopRows) {
+function summary(results, slowResults, shopRows, slowShopRows) {
   const rows = [];
   const pair = (label, r) => {
     if (r && ok(r.durable) && ok(r.baseline)) rows.push([label, formatNumber(r.durable.value), formatNumber(r.baseline.value), 'better-sqlite3, in process', formatRatio(r.durable.value / r.baseline.value)]);
@@ -235,15 +235,19 @@ function summary(results, slowResults, shopRows) {
   pair('64 concurrent write calls, one worker (/s)', results.burst);
   pair('read-only calls, 64 concurrent (/s)', results.read);
   if (slowResults) pair('64 concurrent writes, emulated 5 ms device (/s)', slowResults.burst);
-  if (shopRows) {
-    const find = (re) => shopRows.find((r) => re.test(r.name));
+  for (const [shopRowsOf, where] of [
+    [shopRows, ''],
+    [slowShopRows, `, emulated ${SLOW_SYNC_MS} ms device`],
+  ]) {
+    if (!shopRowsOf) continue;
+    const find = (re) => shopRowsOf.find((r) => re.test(r.name));
     const dw = find(/^durable-workers$/);
     for (const [re, label] of [
       [/^better-sqlite3/, 'better-sqlite3 over node:http'],
       [/workerd/, 'local workerd Durable Objects over node:http'],
     ]) {
       const other = find(re);
-      if (dw && other) rows.push(['shop journeys/s, 32 customers', formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
+      if (dw && other) rows.push([`shop journeys/s, 32 customers${where}`, formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
     }
   }
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio'], rows, ['left', 'right', 'right', 'left', 'right']);
@@ -357,6 +361,14 @@ async function main() {
   } catch {
     // The shop's own output says what failed.
   }
+  const slowShop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--slow-ms', String(SLOW_SYNC_MS), '--json', shopJson]);
+  let slowShopRows = null;
+  try {
+    slowShopRows = JSON.parse(fs.readFileSync(shopJson, 'utf8')).rows;
+    fs.rmSync(shopJson);
+  } catch {
+    // As above.
+  }
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -372,7 +384,7 @@ async function main() {
       `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
     `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
     '',
-    summary(results, slow.results, shopRows),
+    summary(results, slow.results, shopRows, slowShopRows),
     '',
     tableFor(mainRows(plan), results, footnotes),
     '',
@@ -388,7 +400,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
+  lines.push(shop, '', slowShop, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

@@ -5,7 +5,10 @@
 // each system's server, every server in a process of its own and the load
 // driver (examples/shop/load.js, which checks every answer) in this one.
 //
-//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE]
+//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE] [--slow-ms M]
+//
+// With --slow-ms, every server runs under the slow-sync shim (bench/slowsync:
+// M ms added to every fsync), the emulated slow device of bench/run.js.
 //
 // With --curve, every system is also driven at each of those numbers of
 // customers (for --seconds each), and --svg writes the chart of journeys/s
@@ -24,6 +27,7 @@ const { runLoad } = require('../examples/shop/load');
 const { measureDeviceSync } = require('./device');
 const { renderTable, formatNumber, formatRatio } = require('./table');
 const { lineChart } = require('./chart');
+const { slowSyncEnv } = require('./slowsync');
 
 /** No counters from a server in another process. */
 const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
@@ -32,8 +36,8 @@ const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
  * Starts a server script that sends { url } over IPC, runs the load against
  * it, and stops it.
  */
-async function drive(script, args, { customers, seconds }) {
-  const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function drive(script, args, { customers, seconds, env }) {
+  const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
   try {
     const [msg] = await Promise.race([
       once(child, 'message'),
@@ -46,7 +50,8 @@ async function drive(script, args, { customers, seconds }) {
   }
 }
 
-async function measure({ customers = 32, seconds = 5, shards = 2, curve = [] } = {}) {
+async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], slowMs = 0 } = {}) {
+  const env = slowMs > 0 ? slowSyncEnv(slowMs) : process.env;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
   const systems = [
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
@@ -59,21 +64,21 @@ async function measure({ customers = 32, seconds = 5, shards = 2, curve = [] } =
     const rows = [];
     for (const [name, script, extra] of systems) {
       const dir = path.join(root, String(rows.length));
-      const r = await drive(script, [dir, ...extra], { customers, seconds });
+      const r = await drive(script, [dir, ...extra], { customers, seconds, env });
       const points = [];
       for (const c of curve) {
-        const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds });
+        const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds, env });
         points.push([c, p.journeysPerSec]);
       }
       rows.push({ name, ...r, points });
     }
-    return { device, customers, seconds, rows, curve };
+    return { device, customers, seconds, rows, curve, slowMs };
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
 }
 
-function report({ device, customers, seconds, rows, curve = [] }) {
+function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
   const base = rows[0].journeysPerSec;
   const curveTable =
     curve.length === 0
@@ -89,7 +94,8 @@ function report({ device, customers, seconds, rows, curve = [] }) {
           ),
         ];
   return [
-    `Shop over node:http: ${customers} customers, ${seconds} s per system, each server in its own process; device ${formatNumber(device.syncsPerSec)} syncs/s`,
+    `Shop over node:http: ${customers} customers, ${seconds} s per system, each server in its own process; ` +
+      (slowMs > 0 ? `on the emulated ${slowMs} ms device (+${slowMs} ms per fsync)` : `device ${formatNumber(device.syncsPerSec)} syncs/s`),
     '',
     renderTable(
       ['system', 'journeys/s', 'p50', 'p99', 'ratio'],
@@ -119,10 +125,17 @@ async function main() {
       curve: { type: 'string', default: '' },
       svg: { type: 'string' },
       json: { type: 'string' },
+      'slow-ms': { type: 'string', default: '0' },
     },
   });
   const curve = values.curve === '' ? [] : values.curve.split(',').map(Number);
-  const r = await measure({ customers: Number(values.customers), seconds: Number(values.seconds), shards: Number(values.shards), curve });
+  const r = await measure({
+    customers: Number(values.customers),
+    seconds: Number(values.seconds),
+    shards: Number(values.shards),
+    curve,
+    slowMs: Number(values['slow-ms']),
+  });
   console.log(report(r));
   if (values.json) {
     const rows = r.rows.map(({ name, journeysPerSec, p50, p99, points }) => ({ name, journeysPerSec, p50, p99, points }));
