@@ -96,43 +96,39 @@ const valueArb = fc.oneof(
  * odd strings; a dense space of three keys makes ops collide (a key written,
  * then rewritten by a nested transaction, then synced), which is where
  * ordering bugs live.
- * @param {{ key: fc.Arbitrary<string>, listKey: fc.Arbitrary<string>, syncInNested: boolean }} space
+ * @param {{ key: fc.Arbitrary<string>, listKey: fc.Arbitrary<string> }} space
  */
-function generators({ key, listKey, syncInNested }) {
+function generators({ key, listKey }) {
   const listOpts = fc.record(
     { prefix: listKey, start: listKey, end: listKey, limit: fc.nat(5), reverse: fc.boolean() },
     { requiredKeys: [] },
   );
-  const leaf = (withSync) =>
-    fc.oneof(
-      { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key, value: valueArb }) },
-      { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key, bad: fc.constantFrom(...UNCLONEABLE) }) },
-      { weight: 3, arbitrary: fc.record({ op: fc.constant('delete'), key }) },
-      { weight: 2, arbitrary: fc.record({ op: fc.constant('get'), key }) },
-      { weight: 1, arbitrary: fc.record({ op: fc.constant('has'), key }) },
-      { weight: 2, arbitrary: fc.record({ op: fc.constant('list'), opts: listOpts }) },
-      { weight: 1, arbitrary: fc.constant({ op: 'keys' }) },
-      { weight: withSync ? 2 : 0, arbitrary: fc.constant({ op: 'sync' }) },
-    );
+  const leaf = fc.oneof(
+    { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key, value: valueArb }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key, bad: fc.constantFrom(...UNCLONEABLE) }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('delete'), key }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('get'), key }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('has'), key }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('list'), opts: listOpts }) },
+    { weight: 1, arbitrary: fc.constant({ op: 'keys' }) },
+    { weight: 2, arbitrary: fc.constant({ op: 'sync' }) },
+  );
   const txnOf = (inner) => fc.record({ op: fc.constant('txn'), ops: fc.array(inner, { maxLength: 4 }), throws: fc.boolean() });
   const op = fc.oneof(
-    { weight: 6, arbitrary: leaf(true) },
-    { weight: 2, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leaf(true) }, { weight: 2, arbitrary: txnOf(leaf(syncInNested)) })) },
+    { weight: 6, arbitrary: leaf },
+    { weight: 2, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leaf }, { weight: 2, arbitrary: txnOf(leaf) })) },
   );
   return fc.oneof(
     { weight: 8, arbitrary: fc.record({ step: fc.constant('call'), ops: fc.array(op, { minLength: 1, maxLength: 5 }) }) },
-    { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leaf(true), { minLength: 1, maxLength: 3 }) }) },
+    { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leaf, { minLength: 1, maxLength: 3 }) }) },
     { weight: 1, arbitrary: fc.constant({ step: 'reopen' }) },
     { weight: 1, arbitrary: fc.constant({ step: 'deleteAll' }) },
   );
 }
 
-// A sync() inside a nested transaction is left out of the generated steps
-// until the bug the failing test below shows is fixed; set it to true then.
-const SYNC_IN_NESTED = false;
-const WIDE = generators({ key: keyArb, listKey: shortKey, syncInNested: SYNC_IN_NESTED });
+const WIDE = generators({ key: keyArb, listKey: shortKey });
 const DENSE_KEY = fc.constantFrom('a', 'b', 'ab');
-const DENSE = generators({ key: DENSE_KEY, listKey: fc.constantFrom('', 'a', 'ab', 'b', 'c'), syncInNested: SYNC_IN_NESTED });
+const DENSE = generators({ key: DENSE_KEY, listKey: fc.constantFrom('', 'a', 'ab', 'b', 'c') });
 
 // --- the worker and the model run the same ops ----------------------------------
 
@@ -435,15 +431,12 @@ test('this.state matches an in-memory model when three keys are written, rewritt
   await modelRuns(t, DENSE, RUNS);
 });
 
-// Known bug (js/state.js #takeBatch): a flush inside a nested transaction
-// writes a key as it was before the *outermost* transaction only if that
-// transaction's undo log has it. A key dirtied before the outer transaction
-// began and then written only by the inner one is flushed with the inner
-// transaction's value; when the inner one throws, the resident copy is put
-// back but the disk keeps the rolled-back value, which a reopen (or a crash)
-// then reveals. The contract (API.md §1, transaction): "if fn throws, not at
-// all". Marked failing until fixed; then drop `.failing` and set
-// SYNC_IN_NESTED above to true.
+// Regression (found by the dense model run, fixed in js/state.js #takeBatch):
+// a flush inside a nested transaction wrote a key as it was before the
+// outermost transaction only if that transaction's undo log had it, so a key
+// dirtied before the outer transaction and written only by the inner one was
+// flushed with the inner one's value, and stayed on disk when the inner one
+// threw. The contract (API.md §1, transaction): "if fn throws, not at all".
 class Nested extends DurableWorker {
   async run() {
     this.state.set('k', 'before');
