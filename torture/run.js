@@ -155,7 +155,7 @@ async function readAll(host, violations) {
       else if (k === 't:a') txn.a = v;
       else if (k === 't:b') txn.b = v;
       else if (k.startsWith(W.POISON_KEY)) violations.push(`${wid}: poison key ${k} (written only by a transaction that threw)`);
-      else if (/^(k\d+-\d+|x:w\d+|r:w\d+|z\d+)$/.test(k)) {
+      else if (/^(k\d+-\d+|x:w\d+|r:w\d+|z\d+|t:pre)$/.test(k)) {
         if (typeof v !== 'number') violations.push(`${wid} ${k}: holds ${JSON.stringify(v)}, never written`);
         s.set(W.slot.key(k), v);
       } else violations.push(`${wid}: unexpected key ${JSON.stringify(k)}`);

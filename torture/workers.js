@@ -133,10 +133,13 @@ class Tort extends DurableWorker {
   /**
    * Keys `t:a`, `t:b` and document `t` in one transaction. With `syncMid`,
    * the body awaits a sync of the worker's other writes between them; with
-   * `nested`, an inner transaction writes poison and throws, and the outer
-   * one catches it and commits.
+   * `nested`, key `t:pre` is set first, outside the transaction, and an inner
+   * transaction overwrites it and writes poison, syncs, and throws; the outer
+   * one catches it and commits. `t:pre` must never hold the inner value (a
+   * flush inside the inner transaction once wrote it to disk).
    */
   async txn(step, { syncMid = false, nested = false } = {}) {
+    if (nested) this.state.set('t:pre', step);
     await this.state.transaction(async () => {
       this.state.set('t:a', step);
       if (syncMid) await this.state.sync();
@@ -145,6 +148,8 @@ class Tort extends DurableWorker {
         try {
           await this.state.transaction(async () => {
             this.#poison(step);
+            this.state.set('t:pre', -step);
+            await this.state.sync();
             throw new Planned(step);
           });
         } catch (err) {
