@@ -287,7 +287,11 @@ class LiveWorker {
     }
     try {
       if (entry.destroy) existed = await this.native.destroy();
-      else await this.#closeFile();
+      // A worker that never had a file holds no file handle: nothing to
+      // close on a commit thread, whose answer would need a turn of the event
+      // loop (a loop of read-only calls awaiting only microtasks would then
+      // never see an evicted worker finish closing, and `live` would grow).
+      else if (this.state._hasFile) await this.#closeFile();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';

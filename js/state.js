@@ -311,6 +311,11 @@ class DurableState {
     await this.#index.exact(this.#alarms.indexAt());
   }
 
+  /** @internal whether the worker's file exists (its first commit has landed) */
+  get _hasFile() {
+    return this.#hasFile;
+  }
+
   /** @internal the worker's alarms, for firing them (live.js) */
   get _alarms() {
     return this.#alarms;
