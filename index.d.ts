@@ -101,7 +101,7 @@ export interface DurableState {
   /** A copy of the stored value (mutating it changes nothing until `set`). */
   get<T = unknown>(key: string): T | undefined;
   has(key: string): boolean;
-  /** Every key, sorted. */
+  /** Every key, sorted by UTF-16 code units (JavaScript's `<`). */
   keys(): string[];
   /** Every `[key, value]`, sorted by key. */
   entries(): Array<[string, unknown]>;
@@ -121,6 +121,7 @@ export interface DurableState {
   /**
    * All writes in `fn`, state and collections, commit together, or, if it
    * throws, not at all (the resident state is put back) and the error is rethrown.
+   * Alarm changes are not part of it: they take effect either way.
    */
   transaction<T>(fn: () => T | Promise<T>): Promise<T>;
   /** Deletes every key, every document and every alarm, in one commit. */
@@ -293,7 +294,7 @@ export type Stub<W> = {
 };
 
 export interface HostStats {
-  /** Workers open now. */
+  /** Workers open now (those still closing after eviction included, so briefly above `maxLive`). */
   live: number;
   /** Times a worker was opened (its file read, `start()` run). */
   materialized: number;
