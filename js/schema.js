@@ -59,6 +59,21 @@ function declaredCollections(Class, className) {
   return { list, byName };
 }
 
+/**
+ * The error for `state.collection(name)` of a collection the class does not
+ * declare, listing those it does.
+ * @param {string} who names the worker
+ * @param {unknown} name
+ * @param {Collections} collections
+ */
+function noSuchCollection(who, name, collections) {
+  const known = [...collections.byName.keys()];
+  return new DurableError(
+    codes.NAME,
+    `${who}: there is no collection ${JSON.stringify(name)}; declared: ${known.length ? known.join(', ') : 'none'} (static collections = { ${typeof name === 'string' ? name : 'name'}: { field: type } })`,
+  );
+}
+
 /** The declaration as the native core takes it. */
 function nativeSpec(collections) {
   return collections.list.map((d) => ({
@@ -189,4 +204,4 @@ class ValueWriter {
   }
 }
 
-module.exports = { NONE, FIELD_TYPES, declaredCollections, nativeSpec, toColumn, columnsOf, describe, WANT, ValueWriter };
+module.exports = { NONE, FIELD_TYPES, declaredCollections, nativeSpec, noSuchCollection, toColumn, columnsOf, describe, WANT, ValueWriter };

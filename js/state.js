@@ -18,7 +18,7 @@ const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('./alarm-state');
 const { DocLayer, merged, lookup } = require('./doc-layers');
 const { Collection } = require('./collection');
-const { NONE } = require('./schema');
+const { NONE, noSuchCollection } = require('./schema');
 
 // Test-only: kill this process between the writes of an alarm change, to
 // check that a crash anywhere in them leaves the index early, never late.
@@ -173,13 +173,7 @@ class DurableState {
     let c = this.#collectionHandles.get(name);
     if (c !== undefined) return c;
     const decl = typeof name === 'string' ? this.#collections.byName.get(name) : undefined;
-    if (decl === undefined) {
-      const known = [...this.#collections.byName.keys()];
-      throw new DurableError(
-        codes.NAME,
-        `${this.#who()}: there is no collection ${JSON.stringify(name)}; declared: ${known.length ? known.join(', ') : 'none'} (static collections = { ${typeof name === 'string' ? name : 'name'}: { field: type } })`,
-      );
-    }
+    if (decl === undefined) throw noSuchCollection(this.#who(), name, this.#collections);
     c = new Collection(decl, this.#docStore());
     this.#collectionHandles.set(name, c);
     return c;

@@ -17,6 +17,7 @@
 const { DurableError, codes } = require('../errors');
 const { encodedSize, utf8Length } = require('./size');
 const { Collection, ensureTables } = require('./collection');
+const { noSuchCollection } = require('../schema');
 
 const MAX_VALUE = 128 * 1024;
 const MAX_TOTAL = 1024 * 1024;
@@ -84,13 +85,7 @@ class CloudflareState {
     let c = this.#handles.get(name);
     if (c !== undefined) return c;
     const decl = typeof name === 'string' ? this.#collections.byName.get(name) : undefined;
-    if (decl === undefined) {
-      const known = [...this.#collections.byName.keys()];
-      throw new DurableError(
-        codes.NAME,
-        `${this.#who()}: there is no collection ${JSON.stringify(name)}; declared: ${known.length ? known.join(', ') : 'none'} (static collections = { ${typeof name === 'string' ? name : 'name'}: { field: type } })`,
-      );
-    }
+    if (decl === undefined) throw noSuchCollection(this.#who(), name, this.#collections);
     this._ensureTables();
     c = new Collection(decl, this.#storage.sql, this.#who);
     this.#handles.set(name, c);
