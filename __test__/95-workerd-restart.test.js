@@ -57,7 +57,7 @@ test('durable-workers workerd <module> serves the module’s fetch handler, keep
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
   t.teardown(() => child.kill('SIGKILL'));
   for (let i = 0; i < 200 && !out.includes('listening on'); i++) await sleep(50);
-  t.regex(out, /workerd 1\.20261117\.1: Box, Clock, Inventory, Order, Room, Shop/);
+  t.regex(out, /workerd 1\.20261117\.1: Box, Clock, Inventory, Order, Peer, Relay, Room, Shop/);
   t.is(await (await fetch(`http://127.0.0.1:${port}/`)).text(), 'ok');
   const { wire } = require('../js/cloudflare');
   const r = wire.decode(await (await fetch(`http://127.0.0.1:${port}/call`, { method: 'POST', body: wire.encode({ class: 'Box', id: 'cli', method: 'put', args: ['k', 1n] }) })).text());

@@ -111,6 +111,16 @@ both('a worker calls another through ctx.get; an error there reaches the caller;
   t.is(await code(h.call('Order', 'x1', 'loop')), 'ERR_DURABLE_CYCLE');
 });
 
+both('a stub kept on this (made in start() or by an earlier call) carries the chain of the call using it: reused from different callers, and a real cycle through it is ERR_DURABLE_CYCLE', async (t, h) => {
+  t.timeout(20_000);
+  t.is(await h.call('Relay', 'r', 'toPeer', 'host'), 'hello host (1)', 'the stub made in start(), called from outside');
+  t.is(await h.call('Peer', 'q', 'other', 'toPeer'), 'hello peer q (2)', 'the same stub, called for another worker');
+  t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeer')), 'ERR_DURABLE_CYCLE', 'Peer p → Relay → Peer p through the stub made in start()');
+  t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeerLater')), 'ERR_DURABLE_CYCLE', 'the later stub, made inside the cycling call');
+  t.is(await h.call('Relay', 'r', 'toPeerLater', 'host'), 'hello host (3)', 'the stub made in that call no longer carries its chain');
+  t.is(await h.call('Peer', 'q', 'other', 'toPeerLater'), 'hello peer q (4)');
+});
+
 both('a socket message after the worker hibernated reaches a new instance, with its tags, attachment and state; the auto-response answers without it', async (t, h) => {
   t.timeout(40_000);
   const ws = await h.socket('lobby', 'ada');

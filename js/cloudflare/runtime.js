@@ -24,6 +24,17 @@ const { NamedAlarms } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
 const { utf8Length } = require('./size');
 const wire = require('./wire');
+const { AsyncLocalStorage } = require('node:async_hooks');
+
+/**
+ * The call chain of the code running now (nodejs_compat gives workerd
+ * node:async_hooks): every mailbox entry runs inside the chain of the call it
+ * serves, and a stub reads it when it is called, not when it was made, so a
+ * stub kept on `this` (made in start() or in an earlier call) carries the
+ * chain of the call using it, as on Node (js/chain.js).
+ */
+const chains = new AsyncLocalStorage();
+const currentChain = () => chains.getStore() ?? [];
 
 const MAILBOX = 1024;
 const MAX_ID = 2048;
@@ -70,9 +81,9 @@ function entryOf(Class) {
  * @param {object} env the Worker's bindings
  * @param {Function} Class
  * @param {string} id
- * @param {string[]} chain the labels of the calls waiting on this one
+ * @param {() => string[]} chainOf the labels of the calls waiting on this one, read at each call
  */
-function stubFor(env, Class, id, chain) {
+function stubFor(env, Class, id, chainOf) {
   const { name, binding } = entryOf(Class);
   checkId(name, id);
   const ns = env[binding];
@@ -88,6 +99,7 @@ function stubFor(env, Class, id, chain) {
       let fn = methods.get(prop);
       if (fn === undefined) {
         fn = async (...args) => {
+          const chain = chainOf();
           if (chain.includes(who)) {
             throw new DurableError(codes.CYCLE, `a call to ${who} would wait on itself: ${[...chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`);
           }
@@ -137,7 +149,6 @@ class Runtime {
     this.alarms = new NamedAlarms(ctx.storage);
     this.id = typeof ctx.id?.name === 'string' && ctx.id.name.length > 0 ? ctx.id.name : null;
     this.instance = null;
-    this.chain = [];
     this.sockets = new SocketSide(ctx, () => this.who());
   }
 
@@ -169,7 +180,7 @@ class Runtime {
     const self = this;
     const wctx = Object.freeze({
       id: this.id,
-      get: (Class, id) => stubFor(self.env, Class, id, [...self.chain, self.who()]),
+      get: (Class, id) => stubFor(self.env, Class, id, () => [...currentChain(), self.who()]),
       acceptWebSocket: (ws, tags) => self.sockets.accept(ws, tags),
       getWebSockets: (tag) => self.sockets.list(tag),
       getTags: (ws) => self.sockets.tags(ws),
@@ -193,23 +204,20 @@ class Runtime {
     if (Array.isArray(chain) && chain.includes(mine)) {
       return Promise.reject(new DurableError(codes.CYCLE, `a call to ${mine} would wait on itself: ${[...chain, mine].join(' → ')} (a worker runs one call at a time, so this would never finish)`));
     }
-    return this.mailbox.run(who, async () => {
-      this.resolveId(id);
-      const w = await this.materialize();
-      this.chain = Array.isArray(chain) ? chain : [];
-      try {
-        return await w[method](...args);
-      } finally {
-        this.chain = [];
-      }
-    });
+    return this.mailbox.run(who, () =>
+      chains.run(Array.isArray(chain) ? chain : [], async () => {
+        this.resolveId(id);
+        const w = await this.materialize();
+        return w[method](...args);
+      }),
+    );
   }
 
   /** The platform alarm: every due named alarm, as one mailbox entry. */
   fireAlarms() {
     return this.mailbox.run(
       () => this.who(),
-      async () => {
+      () => chains.run([], async () => {
         this.resolveId(undefined);
         const w = await this.materialize();
         await this.alarms.fire(
@@ -219,7 +227,7 @@ class Runtime {
           },
           (err, info) => console.error(`durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`, err?.stack ?? err),
         );
-      },
+      }),
     );
   }
 
@@ -227,11 +235,11 @@ class Runtime {
   socketEvent(run) {
     return this.mailbox.run(
       () => this.who(),
-      async () => {
+      () => chains.run([], async () => {
         this.resolveId(undefined);
         const w = await this.materialize();
         await run(w);
-      },
+      }),
     );
   }
 
@@ -362,7 +370,7 @@ function hostOf(env) {
     throw new DurableError(codes.METHOD, `hostOf(env).${what}() does not exist on Cloudflare: ${why}`);
   };
   return Object.freeze({
-    get: (Class, id) => stubFor(env, Class, id, []),
+    get: (Class, id) => stubFor(env, Class, id, currentChain),
     /**
      * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker; resolves to the Response to return (101 when accepted).
      */
