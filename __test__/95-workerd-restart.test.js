@@ -47,6 +47,21 @@ for (const [name, make] of Object.entries({ node: nodeHost, workerd: workerdHost
   });
 }
 
+test('workerd: when start() throws as the alarm wakes the object, the named alarms are retried with the backoff until it succeeds, and then fire', async (t) => {
+  t.timeout(60_000);
+  const h = await workerdHost();
+  t.teardown(() => h.close());
+  await h.call('Moody', 'm', 'arm', 2, 1000);
+  await h.restart({ crash: true });
+  // Untouched meanwhile: a call would run start() too. Fails at ~1 s, retried ~1 s and ~2 s later.
+  await sleep(7000);
+  const { failedAt, fired } = await h.call('Moody', 'm', 'report');
+  t.is(failedAt.length, 2, 'start() failed twice');
+  t.true(failedAt[1] - failedAt[0] >= 900, `the retry waited the 1 s backoff (${failedAt[1] - failedAt[0]} ms)`);
+  t.is(fired?.name, 'm', 'the named alarm fired once start() succeeded');
+  t.true(fired.at - failedAt[1] >= 1900, `after the 2 s backoff (${fired.at - failedAt[1]} ms)`);
+});
+
 test('durable-workers workerd <module> serves the module’s fetch handler, keeps SQLite files under --dir, and exits 0 on SIGTERM', async (t) => {
   t.timeout(60_000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-cli-'));
@@ -59,7 +74,7 @@ test('durable-workers workerd <module> serves the module’s fetch handler, keep
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
   t.teardown(() => child.kill('SIGKILL'));
   for (let i = 0; i < 200 && !out.includes('listening on'); i++) await sleep(50);
-  t.regex(out, /workerd 1\.20261117\.1: Box, Clock, Inventory, Order, Peer, Relay, Room, Shop/);
+  t.regex(out, /workerd 1\.20261117\.1: Box, Clock, Inventory, Moody, Order, Peer, Relay, Room, Shop/);
   t.is(await (await fetch(`http://127.0.0.1:${port}/`)).text(), 'ok');
   const { wire } = require('../js/cloudflare');
   const r = wire.decode(await (await fetch(`http://127.0.0.1:${port}/call`, { method: 'POST', body: wire.encode({ class: 'Box', id: 'cli', method: 'put', args: ['k', 1n] }) })).text());

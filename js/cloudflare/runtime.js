@@ -20,7 +20,7 @@ const { DurableError, codes, label } = require('../errors');
 const { DurableWorker, construct, callableMethods } = require('../worker');
 const { declaredCollections } = require('../schema');
 const { CloudflareState } = require('./state');
-const { NamedAlarms } = require('./alarms');
+const { NamedAlarms, backoff } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
 const { utf8Length } = require('./size');
 const wire = require('./wire');
@@ -213,22 +213,56 @@ class Runtime {
     );
   }
 
-  /** The platform alarm: every due named alarm, as one mailbox entry. */
+  /**
+   * The platform alarm: every due named alarm, as one mailbox entry. A
+   * failure before or after the user's alarm() (start() throwing, the id,
+   * re-arming) is retried here with the named alarms' backoff, the count kept
+   * in dw_meta: the platform's own retries stop after six, which would leave
+   * every named alarm unfired.
+   */
   fireAlarms() {
     return this.mailbox.run(
       () => this.who(),
       () => chains.run([], async () => {
-        this.resolveId(undefined);
-        const w = await this.materialize();
-        await this.alarms.fire(
-          async (info) => {
-            if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
-            await w.alarm(info);
-          },
-          (err, info) => console.error(`durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`, err?.stack ?? err),
-        );
+        try {
+          this.resolveId(undefined);
+          const w = await this.materialize();
+          await this.alarms.fire(
+            async (info) => {
+              if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
+              await w.alarm(info);
+            },
+            (err, info) => console.error(`durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`, err?.stack ?? err),
+          );
+          this.#meta().exec("DELETE FROM dw_meta WHERE k = 'alarmFailures'");
+        } catch (err) {
+          let n;
+          try {
+            const sql = this.#meta();
+            let pending = false;
+            try {
+              pending = [...sql.exec('SELECT 1 FROM dw_alarms LIMIT 1')].length > 0;
+            } catch {
+              // no dw_alarms table: no named alarm was ever set
+            }
+            if (!pending) throw err;
+            n = ([...sql.exec("SELECT v FROM dw_meta WHERE k = 'alarmFailures'")][0]?.v ?? 0) + 1;
+            sql.exec("INSERT INTO dw_meta(k, v) VALUES ('alarmFailures', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", n);
+            const retryAt = Date.now() + backoff(n);
+            await this.ctx.storage.setAlarm(retryAt);
+            console.error(`durable-workers: ${this.who()}: the alarms could not run (attempt ${n}, retry at ${new Date(retryAt).toISOString()}):`, err?.stack ?? err);
+          } catch {
+            throw err; // storage itself fails: leave it to the platform's retry
+          }
+        }
       }),
     );
+  }
+
+  #meta() {
+    const sql = this.ctx.storage.sql;
+    sql.exec('CREATE TABLE IF NOT EXISTS dw_meta(k TEXT PRIMARY KEY NOT NULL, v) WITHOUT ROWID');
+    return sql;
   }
 
   /** A socket event from the hibernation API, as one mailbox entry. */
