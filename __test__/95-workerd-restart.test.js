@@ -86,3 +86,29 @@ test('durable-workers workerd <module> serves the module’s fetch handler, keep
   t.is(await exited, 0);
   t.regex(out, /workerd stopped/);
 });
+
+test('durable-workers workerd: a SIGTERM while workerd is still starting stops it too, and exits 0', async (t) => {
+  t.timeout(60_000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-cli-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'durable-workers.js'), 'workerd', FIXTURE, '--port', String(port), '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const exited = new Promise((r) => child.on('exit', (code, signal) => r(code ?? signal)));
+  t.teardown(() => child.kill('SIGKILL'));
+  let signalled = false;
+  const onData = (b) => {
+    out += b;
+    // The classes line is written after the build, before workerd answers.
+    if (!signalled && out.includes('workerd 1.')) {
+      signalled = true;
+      child.kill('SIGTERM');
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  t.is(await exited, 0, out);
+  t.regex(out, /workerd stopped/);
+  const answered = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+  t.false(answered, 'no workerd left behind');
+});

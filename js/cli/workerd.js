@@ -32,33 +32,43 @@ async function run(args, io) {
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'workerd needs the module to run' : `workerd takes one module (got ${positionals.join(' ')})`);
     const port = intOption(values, 'port') ?? 8787;
     if (port > 65535) throw new UsageError('--port must be at most 65535');
-    const { buildWorkerd, startWorkerd, WORKERD_VERSION } = require('../cloudflare');
-    const dir = path.resolve(values.dir ?? path.join('.durable-workers', 'workerd'));
-    const built = await buildWorkerd({
-      module: positionals[0],
-      outDir: path.join(dir, 'build'),
-      dataDir: path.join(dir, 'data'),
-      port,
-      allowLocalNetwork: values['allow-local-network'] === true,
-    });
-    io.stdout.write(`workerd ${WORKERD_VERSION}: ${built.classes.map((c) => c.name).join(', ') || 'no DurableWorker classes'} from ${positionals[0]}\n`);
-    const w = await startWorkerd({ config: built.config, port, verbose: values.verbose, onOutput: (line) => io.stderr.write(`workerd: ${line}\n`) });
-    io.stdout.write(`listening on ${w.url} (storage in ${path.join(dir, 'data')}); Ctrl-C to stop\n`);
-    const stopped = new Promise((resolve) => {
-      const stop = () => resolve('signal');
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      w.exited.then(() => resolve('exit'));
-    });
-    const why = await stopped;
-    if (why === 'exit') {
-      io.stderr.write('workerd exited on its own\n');
-      return 1;
+    // Signals are ours from here on, before workerd exists: one during the
+    // build or the start stops whatever has started, and exits 0.
+    let signalled;
+    const signal = new Promise((resolve) => (signalled = resolve));
+    const onSignal = () => signalled('signal');
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await serve(values, positionals, port, io, signal);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
-    await w.stop();
-    io.stdout.write('workerd stopped\n');
-    return 0;
   });
+}
+
+async function serve(values, positionals, port, io, signal) {
+  const { buildWorkerd, startWorkerd, WORKERD_VERSION } = require('../cloudflare');
+  const dir = path.resolve(values.dir ?? path.join('.durable-workers', 'workerd'));
+  const built = await buildWorkerd({
+    module: positionals[0],
+    outDir: path.join(dir, 'build'),
+    dataDir: path.join(dir, 'data'),
+    port,
+    allowLocalNetwork: values['allow-local-network'] === true,
+  });
+  io.stdout.write(`workerd ${WORKERD_VERSION}: ${built.classes.map((c) => c.name).join(', ') || 'no DurableWorker classes'} from ${positionals[0]}\n`);
+  const w = await startWorkerd({ config: built.config, port, verbose: values.verbose, onOutput: (line) => io.stderr.write(`workerd: ${line}\n`) });
+  io.stdout.write(`listening on ${w.url} (storage in ${path.join(dir, 'data')}); Ctrl-C to stop\n`);
+  const why = await Promise.race([signal, w.exited.then(() => 'exit')]);
+  if (why === 'exit') {
+    io.stderr.write('workerd exited on its own\n');
+    return 1;
+  }
+  await w.stop();
+  io.stdout.write('workerd stopped\n');
+  return 0;
 }
 
 module.exports = { name: 'workerd', summary: 'run a module of durable workers on a local workerd (Cloudflare Durable Objects)', help, run };

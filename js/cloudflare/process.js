@@ -41,24 +41,36 @@ async function startWorkerd(o) {
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // Never outlive the Node process that started it (a crash, process.exit()).
+  const killOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  process.on('exit', killOnExit);
+  exited.then(() => process.off('exit', killOnExit));
   const url = `http://127.0.0.1:${o.port}`;
   const deadline = Date.now() + (o.startTimeoutMs ?? 20_000);
   let done = false;
   exited.then(() => {
     done = true;
   });
-  for (;;) {
-    if (done) throw new DurableError(codes.IO, `workerd exited before it answered on ${url}: ${tail.join(' | ')}`);
-    try {
-      await fetch(`${url}/__durable-workers-ping`, { signal: AbortSignal.timeout(1000) });
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new DurableError(codes.IO, `workerd did not answer on ${url} within ${o.startTimeoutMs ?? 20_000} ms: ${tail.join(' | ')}`);
+  try {
+    for (;;) {
+      if (done) throw new DurableError(codes.IO, `workerd exited before it answered on ${url}: ${tail.join(' | ')}`);
+      try {
+        await fetch(`${url}/__durable-workers-ping`, { signal: AbortSignal.timeout(1000) });
+        break;
+      } catch {
+        if (Date.now() > deadline) {
+          throw new DurableError(codes.IO, `workerd did not answer on ${url} within ${o.startTimeoutMs ?? 20_000} ms: ${tail.join(' | ')}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
       }
-      await new Promise((r) => setTimeout(r, 50));
     }
+  } catch (err) {
+    // A failed start leaves no workerd behind.
+    killOnExit();
+    await exited;
+    throw err;
   }
   return {
     url,
