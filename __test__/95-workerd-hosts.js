@@ -1,6 +1,7 @@
 'use strict';
 // The two hosts of the 95-workerd scenario suite, behind one client shape:
 //   call(className, id, method, ...args) → the method's result (or its error, thrown)
+//   delete(className, id) → whether the worker existed (host.delete / hostOf(env).delete)
 //   socket(roomId, user) → an open ws client joined to Room roomId
 //   hibernate(roomId) → resolves once the Room's instance is gone with its sockets open
 //   restart({ crash }) → the host process state is lost and comes back on the same storage
@@ -52,6 +53,7 @@ async function nodeHost() {
   return {
     name: 'node',
     call: async (cls, id, method, ...args) => host.get(fixture[cls], id)[method](...args),
+    delete: (cls, id) => host.delete(fixture[cls], id),
     socket: (room, user) => opened(`${base}/room/${encodeURIComponent(room)}?user=${user}`),
     async hibernate(room) {
       const gone = new Promise((resolve) => {
@@ -100,6 +102,9 @@ async function workerdHost() {
       const r = wire.decode(await res.text());
       if (!r.ok) throw r.error;
       return r.value;
+    },
+    delete(cls, id) {
+      return this.call(cls, id, '__delete');
     },
     socket: (room, user) => opened(`ws://127.0.0.1:${port}/room/${encodeURIComponent(room)}?user=${user}`),
     async hibernate() {

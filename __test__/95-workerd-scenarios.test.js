@@ -125,6 +125,18 @@ both('a stub kept on this (made in start() or by an earlier call) carries the ch
   t.is(await h.call('Peer', 'q', 'other', 'toPeerLater'), 'hello peer q (4)');
 });
 
+both('delete takes a worker’s state and alarms and says whether it existed; one never called is not made by it', async (t, h) => {
+  t.is(await h.delete('Box', 'never-called'), false);
+  t.is(await h.call('Box', 'doomed', 'put', 'k', 1), 1);
+  await h.call('Clock', 'doomed', 'arm', ['x'], 60_000);
+  t.is(await h.delete('Box', 'doomed'), true);
+  t.is(await h.call('Box', 'doomed', 'get', 'k'), undefined, 'a later call finds a fresh worker');
+  t.deepEqual(await h.call('Box', 'doomed', 'keys'), []);
+  t.is(await h.delete('Clock', 'doomed'), true);
+  t.deepEqual(await h.call('Clock', 'doomed', 'pending', ['x']), [null]);
+  t.is(await h.delete('Clock', 'doomed'), false, 'a call that only read wrote nothing to delete');
+});
+
 both('a socket message after the worker hibernated reaches a new instance, with its tags, attachment and state; the auto-response answers without it', async (t, h) => {
   t.timeout(40_000);
   const ws = await h.socket('lobby', 'ada');

@@ -277,6 +277,35 @@ class Runtime {
     );
   }
 
+  /**
+   * hostOf(env).delete: empties the object's storage (ctx.storage.deleteAll:
+   * every table, key and the platform alarm) and drops the live instance, so
+   * the next call starts afresh. Resolves to whether it held anything (a key,
+   * a document, an alarm); storage is emptied either way.
+   */
+  async destroy() {
+    const storage = this.ctx.storage;
+    const sql = storage.sql;
+    // Existing means holding something: a key, a document, a named alarm (a read-only call leaves only empty tables).
+    let existed = false;
+    for (const _ of storage.kv.list()) {
+      existed = true;
+      break;
+    }
+    const tables = [...sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'c\\_%' ESCAPE '\\' OR name = 'dw_alarms')")].map((r) => r.name);
+    for (const t of tables) {
+      if (existed) break;
+      existed = [...sql.exec(`SELECT 1 FROM "${t}" LIMIT 1`)].length > 0;
+    }
+    if (!existed) existed = (await storage.getAlarm()) !== null;
+    await storage.deleteAlarm();
+    await storage.deleteAll();
+    this.instance = null;
+    this.alarms = new NamedAlarms(storage);
+    this.id = typeof this.ctx.id?.name === 'string' && this.ctx.id.name.length > 0 ? this.ctx.id.name : null;
+    return existed;
+  }
+
   /** A WebSocket upgrade handed over by hostOf(env).connect: the method decides whether to accept. */
   async connect(request) {
     let spec;
@@ -337,15 +366,11 @@ function makeToDurableObject(Base) {
         return this[RT].call(method, args, chain, id);
       }
 
-      async __deleteAll(id) {
+      __deleteAll(id) {
         const rt = this[RT];
         return rt.mailbox.run(
-          () => rt.who(),
-          async () => {
-            rt.resolveId(id);
-            const w = await rt.materialize();
-            await w.state.deleteAll();
-          },
+          () => label(name, rt.id ?? id ?? '?'),
+          () => rt.destroy(),
         );
       }
 
@@ -421,8 +446,7 @@ function hostOf(env) {
       const { name, binding } = entryOf(Class);
       checkId(name, id);
       const ns = env[binding];
-      await ns.get(ns.idFromName(id)).__deleteAll(id);
-      return true;
+      return ns.get(ns.idFromName(id)).__deleteAll(id);
     },
     ids: refuse('ids', 'a namespace cannot list its objects (keep an index worker if you need one)'),
     stats: refuse('stats', 'the platform keeps its own metrics'),
