@@ -125,6 +125,11 @@ both('a stub kept on this (made in start() or by an earlier call) carries the ch
   t.is(await h.call('Peer', 'q', 'other', 'toPeerLater'), 'hello peer q (4)');
 });
 
+both('the mailbox takes 1024 calls waiting behind the running one and refuses the next with ERR_DURABLE_BUSY', async (t, h) => {
+  t.timeout(30_000);
+  t.deepEqual(await h.call('Box', 'flood', 'flood', 1025), { ok: 1024, ERR_DURABLE_BUSY: 1 });
+});
+
 both('delete takes a worker’s state and alarms and says whether it existed; one never called is not made by it', async (t, h) => {
   t.is(await h.delete('Box', 'never-called'), false);
   t.is(await h.call('Box', 'doomed', 'put', 'k', 1), 1);

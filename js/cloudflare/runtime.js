@@ -119,20 +119,27 @@ function stubFor(env, Class, id, chainOf) {
   });
 }
 
-/** The mailbox: entries run one at a time, in arrival order; past MAILBOX queued, refused. */
+/**
+ * The mailbox: entries run one at a time, in arrival order. A call is refused
+ * when MAILBOX entries already wait (the running one not counted, as on Node);
+ * alarms, socket events and deletes are forced in, as on Node.
+ */
 class Mailbox {
   #tail = Promise.resolve();
-  #queued = 0;
+  #waiting = 0;
 
-  run(who, fn) {
-    if (this.#queued >= MAILBOX) {
-      return Promise.reject(new DurableError(codes.BUSY, `${who()}: the mailbox is full (${MAILBOX} calls queued); retry later`));
+  run(who, fn, force = false) {
+    if (!force && this.#waiting >= MAILBOX) {
+      return Promise.reject(new DurableError(codes.BUSY, `${who()}: the mailbox is full (${MAILBOX} calls waiting); retry later`));
     }
-    this.#queued++;
-    const p = this.#tail.then(fn);
+    this.#waiting++;
+    const p = this.#tail.then(() => {
+      this.#waiting--;
+      return fn();
+    });
     this.#tail = p.then(
-      () => this.#queued--,
-      () => this.#queued--,
+      () => {},
+      () => {},
     );
     return p;
   }
@@ -256,6 +263,7 @@ class Runtime {
           }
         }
       }),
+      true,
     );
   }
 
@@ -274,6 +282,7 @@ class Runtime {
         const w = await this.materialize();
         await run(w);
       }),
+      true,
     );
   }
 
@@ -371,6 +380,7 @@ function makeToDurableObject(Base) {
         return rt.mailbox.run(
           () => label(name, rt.id ?? id ?? '?'),
           () => rt.destroy(),
+          true,
         );
       }
 
