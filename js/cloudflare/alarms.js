@@ -67,9 +67,14 @@ class NamedAlarms {
     if (r.rowsWritten > 0) await this.arm();
   }
 
-  /** Removes every alarm (deleteAll). */
-  async clear() {
+  /** Removes every named alarm, synchronously (inside deleteAll's transaction); then disarm(). */
+  clearSync() {
     this.#table().exec('DELETE FROM dw_alarms');
+    for (const f of this.#firing.values()) f.rescheduled = false;
+  }
+
+  /** Removes the platform alarm (a stray one would find nothing due, and re-arm to none). */
+  async disarm() {
     await this.#storage.deleteAlarm();
   }
 

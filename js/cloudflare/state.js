@@ -164,8 +164,9 @@ class CloudflareState {
       for (const [k] of [...this.#kv.list()]) this.#kv.delete(k);
       const tables = [...this.#storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\'")];
       for (const t of tables) this.#storage.sql.exec(`DELETE FROM "${t.name}"`);
+      this.#alarms.clearSync();
     });
-    await this.#alarms.clear();
+    await this.#alarms.disarm();
     this.#sizes = new Map();
     this.#total = 0;
   }
