@@ -39,7 +39,11 @@ export interface CloudflareHost {
    * accept it, 500 when it threw, 426 when `request` is not an upgrade.
    */
   connect<W extends DurableWorker>(Class: WorkerClass<W>, id: string, method: string, request: Request, ...args: unknown[]): Promise<Response>;
-  /** Deletes the worker's state, documents and alarms (the object itself is the platform's). Always true. */
+  /**
+   * Empties the worker's object (ctx.storage.deleteAll: state, documents,
+   * alarms) and drops its live instance; the object itself is the platform's.
+   * Resolves to whether it held a key, a document or an alarm.
+   */
   delete(Class: WorkerClass, id: string): Promise<boolean>;
   /** No Durable Object counterpart: throw ERR_DURABLE_METHOD. */
   ids(): never;
