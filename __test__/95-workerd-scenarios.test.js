@@ -51,6 +51,16 @@ both('concurrent calls run one at a time: no lost update across an await, each r
   t.deepEqual([...incs].sort((x, y) => x - y), [1, 2, 3, 4, 5, 6, 7, 8], 'read-await-write never interleaves');
 });
 
+both('a call with an argument that cannot be cloned (a function, a symbol) is refused with ERR_DURABLE_UNCLONEABLE naming the worker, and changes nothing', async (t, h) => {
+  for (const kind of ['function', 'symbol', 'nested']) {
+    const r = await h.call('Box', `unc-${kind}`, 'sendUncloneable', kind);
+    t.is(r.code, 'ERR_DURABLE_UNCLONEABLE', kind);
+    t.true(r.message.includes(`Box "unc-${kind}-target"`), `${kind}: ${r.message}`);
+    t.true(r.message.includes('put()'), `${kind}: ${r.message}`);
+    t.deepEqual(await h.call('Box', `unc-${kind}-target`, 'keys'), [], `${kind}: nothing stored`);
+  }
+});
+
 both('the caps and checks refuse with the Node codes, and a refused write changes nothing', async (t, h) => {
   t.is(await h.call('Box', 'caps', 'fill', 'small', 100 * 1024) > 100 * 1024, true);
   t.is(await code(h.call('Box', 'caps', 'fill', 'big', 200 * 1024)), 'ERR_DURABLE_STATE_TOO_LARGE');

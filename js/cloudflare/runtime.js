@@ -22,7 +22,7 @@ const { declaredCollections } = require('../schema');
 const { CloudflareState } = require('./state');
 const { NamedAlarms, backoff } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
-const { utf8Length } = require('./size');
+const { utf8Length, encodedSize } = require('./size');
 const wire = require('./wire');
 const { AsyncLocalStorage } = require('node:async_hooks');
 
@@ -77,6 +77,31 @@ function entryOf(Class) {
 }
 
 /**
+ * Refuses arguments that cannot be cloned, before the RPC, as the Node host
+ * does (its stubs structuredClone them): DO RPC would pass a function as an
+ * RPC stub to the caller and refuse a symbol with a platform error.
+ * encodedSize walks each argument as the serializer would and refuses
+ * functions, symbols, promises and weak collections by name.
+ */
+function checkArgs(args, who, method) {
+  for (const a of args) {
+    if (a === null || (typeof a !== 'object' && typeof a !== 'function' && typeof a !== 'symbol')) continue;
+    if (a instanceof WebSocketHandle) continue;
+    encodedSize(a, () => who, `the arguments of ${method}() cannot be sent`);
+  }
+}
+
+/** A platform serialization error (DataCloneError and its kin) as ERR_DURABLE_UNCLONEABLE, naming the worker. */
+function cloneError(err, who, method) {
+  if (err instanceof DurableError) return err;
+  const msg = String(err?.message ?? '');
+  if (err?.name === 'DataCloneError' || / could not be cloned\.?$/.test(msg)) {
+    return new DurableError(codes.UNCLONEABLE, `${who}: a value of ${method}() could not be cloned (${msg})`, { cause: err });
+  }
+  return err;
+}
+
+/**
  * A stub for worker `id` of `Class`, calling it over RPC.
  * @param {object} env the Worker's bindings
  * @param {Function} Class
@@ -103,11 +128,12 @@ function stubFor(env, Class, id, chainOf) {
           if (chain.includes(who)) {
             throw new DurableError(codes.CYCLE, `a call to ${who} would wait on itself: ${[...chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`);
           }
+          checkArgs(args, who, prop);
           remote ??= ns.get(ns.idFromName(id));
           try {
             return await remote.__call(prop, args, chain, id);
           } catch (err) {
-            throw revive(err);
+            throw cloneError(revive(err), who, prop);
           }
         };
         methods.set(prop, fn);

@@ -52,12 +52,13 @@ const INDEX = /^(?:0|[1-9][0-9]{0,9})$/;
  * The encoded size of `value`, in bytes.
  * @param {unknown} value
  * @param {() => string} where names the worker and key for the error
+ * @param {string} [why] what the error says cannot happen to the value
  * @returns {number}
  */
-function encodedSize(value, where) {
+function encodedSize(value, where, why = 'the value cannot be stored') {
   const seen = new Map();
   const refuse = (what) => {
-    throw new DurableError(codes.UNCLONEABLE, `${where()}: the value cannot be stored (${what} could not be cloned)`);
+    throw new DurableError(codes.UNCLONEABLE, `${where()}: ${why} (${what} could not be cloned)`);
   };
   const visit = (v) => {
     switch (typeof v) {
