@@ -350,6 +350,7 @@ async function main() {
   const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
   const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
+  const workerd = script('workerd.js', flags.quick ? ['--seconds', '0.5'] : []);
   // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
   const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
   const shopJson = path.join(os.tmpdir(), `dw-bench-shop-${process.pid}.json`);
@@ -400,7 +401,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', slowShop, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
+  lines.push(shop, '', slowShop, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));
