@@ -30,7 +30,11 @@ export function toDurableObject<W extends DurableWorker>(Class: WorkerClass<W>, 
 
 /** What a Worker's fetch handler reaches its workers through: the Node host's get(), plus connect() for WebSockets. */
 export interface CloudflareHost {
-  /** A stub over Durable Object RPC (idFromName(id)); same checks and codes as host.get on Node. */
+  /**
+   * A stub over Durable Object RPC (idFromName(id)); same checks and codes as
+   * host.get on Node. A call whose arguments cannot be cloned (a function, a
+   * symbol, at any depth) rejects with ERR_DURABLE_UNCLONEABLE before anything is sent.
+   */
   get<W extends DurableWorker>(Class: WorkerClass<W>, id: string): Stub<W>;
   /**
    * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker,
