@@ -350,6 +350,7 @@ async function main() {
   const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
   const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
+  const handoff = script('handoff.js', flags.quick ? ['--calls', '50'] : []);
   const workerd = script('workerd.js', flags.quick ? ['--seconds', '0.5'] : []);
   // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
   const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
@@ -401,7 +402,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', slowShop, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', peek, '');
+  lines.push(shop, '', slowShop, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

@@ -6,6 +6,7 @@ const { DurableError, codes, label, fromNative } = require('./errors');
 const { declaredCollections, nativeSpec } = require('./schema');
 const { DurableWorker, callableMethods } = require('./worker');
 const { LiveWorker } = require('./live');
+const { QueuedWorker } = require('./entries');
 const { makeStub } = require('./stub');
 const { current, frameFor, WaitGraph } = require('./chain');
 const { clone, isPrimitive } = require('./codec');
@@ -17,7 +18,7 @@ const { serializeError, deserializeError, isSocketMarker } = require('./shards/p
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
 function isWorker(w) {
-  return w instanceof LiveWorker || w instanceof RemoteWorker;
+  return w instanceof QueuedWorker;
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;

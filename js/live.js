@@ -13,6 +13,7 @@
 //                that arrive meanwhile wait for it and then start a new
 //                instance. Next: 'closed'.
 const { Mailbox } = require('./mailbox');
+const { QueuedWorker } = require('./entries');
 const { DurableState } = require('./state');
 const { construct } = require('./worker');
 const { runIn, frameFor } = require('./chain');
@@ -41,7 +42,7 @@ function backoff(attempt) {
   return Math.min(1000 * 2 ** (attempt - 1), 300_000);
 }
 
-class LiveWorker {
+class LiveWorker extends QueuedWorker {
   /** Closes the worker's file on a commit thread. */
   #closeFile;
 
@@ -53,6 +54,7 @@ class LiveWorker {
    * @param {number} slot
    */
   constructor(host, binding, id, key, slot) {
+    super();
     this.host = host;
     this.binding = binding;
     this.id = id;
@@ -63,8 +65,6 @@ class LiveWorker {
     this.failure = null;
     this.instance = null;
     this.inCall = false;
-    /** Resolves when the worker has closed (set when closing starts). */
-    this.closed = null;
     const who = () => this.who;
     const native = host.native.worker(binding.name, id);
     this.native = native;
@@ -91,45 +91,6 @@ class LiveWorker {
       () => host.idle(this),
     );
     this.mailbox.push({ kind: 'start' });
-  }
-
-  /**
-   * Queues a firing of whatever alarms are due. Its handlers start only once
-   * `after` has resolved (the previous worker's firing has started), or
-   * ORDER_WAIT_MS have passed: alarms due together start in time order.
-   * @param {Promise<void>} after
-   * @returns {{ started: Promise<void>, done: Promise<void> }}
-   */
-  fireAlarms(after) {
-    let started;
-    const startedP = new Promise((r) => (started = r));
-    const done = new Promise((resolve) => this.mailbox.push({ kind: 'alarm', after, started, resolve }, true));
-    return { started: startedP, done };
-  }
-
-  /** Queues a socket event (message, close, error): `run(instance)` as one mailbox entry. */
-  socketEvent(run) {
-    this.mailbox.push({ kind: 'event', run }, true);
-  }
-
-  /** Queues a call; false when the mailbox is full. */
-  call(method, args, frame, resolve, reject) {
-    return this.mailbox.push({ kind: 'call', method, args, frame, resolve, reject });
-  }
-
-  /**
-   * Closes the worker behind whatever is queued: runs stop(reason) (unless
-   * reason is null), commits, then closes or destroys the file.
-   * @returns {Promise<boolean>} for destroy: whether the worker existed
-   */
-  close(reason, { destroy = false } = {}) {
-    if (this.closed !== null) return this.closed;
-    let resolve;
-    // Set before the push: the push wakes the mailbox, and the host must
-    // already see this worker as closing (or it would count it live again).
-    this.closed = new Promise((r) => (resolve = r));
-    this.mailbox.push({ kind: 'close', reason, destroy, resolve }, true);
-    return this.closed;
   }
 
   async #run(entry) {

@@ -289,11 +289,14 @@ class SocketRegistry {
     this.#event(r, (w) => w.webSocketClose?.(r.handle, code, reason, code !== 1006), { type: 'close', code, reason, wasClean: code !== 1006 });
   }
 
-  /** Delivers an event: as a function of the instance on this thread, as a description to a shard. */
+  /**
+   * Delivers an event: as a function of the instance on this thread, and as a
+   * description (with the socket's handle) that a worker on a shard sends on.
+   */
   #event(r, run, desc) {
     if (r.key === null) return;
-    const d = { ...desc, socket: this.markerOf(r.handle) };
-    this.#face.deliver(r.key, r.binding, r.id, run, d);
+    desc.handle = r.handle;
+    this.#face.deliver(r.key, r.binding, r.id, run, desc);
   }
 }
 

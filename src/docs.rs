@@ -700,17 +700,21 @@ pub fn decode_values(mut buf: &[u8]) -> Result<Vec<Value>, String> {
 mod tests {
     use super::*;
 
-    fn orders() -> Schema {
-        Schema {
-            collections: vec![Collection::new(
+    /// A declaration the tests know to be valid.
+    fn declared(name: &str, fields: Vec<(String, FieldType)>) -> rusqlite::Result<Collection> {
+        Collection::new(name, fields).ok_or(rusqlite::Error::InvalidQuery)
+    }
+
+    fn orders() -> rusqlite::Result<Schema> {
+        Ok(Schema {
+            collections: vec![declared(
                 "orders",
                 vec![
                     ("status".into(), FieldType::Text),
                     ("total".into(), FieldType::Real),
                 ],
-            )
-            .expect("valid")],
-        }
+            )?],
+        })
     }
 
     fn put(id: &str, status: Option<&str>, total: f64) -> DocOp {
@@ -736,10 +740,15 @@ mod tests {
         rows.iter().map(|r| r.id.as_str()).collect()
     }
 
-    fn write(conn: &Connection, schema: &Schema, tables: &mut Tables, ops: Vec<DocOp>) {
-        conn.execute_batch("BEGIN").expect("begin");
-        apply(conn, schema, tables, &DocChanges { clear: false, ops }).expect("apply");
-        conn.execute_batch("COMMIT").expect("commit");
+    fn write(
+        conn: &Connection,
+        schema: &Schema,
+        tables: &mut Tables,
+        ops: Vec<DocOp>,
+    ) -> rusqlite::Result<()> {
+        conn.execute_batch("BEGIN")?;
+        apply(conn, schema, tables, &DocChanges { clear: false, ops })?;
+        conn.execute_batch("COMMIT")
     }
 
     #[test]
@@ -754,7 +763,7 @@ mod tests {
     #[test]
     fn finds_by_declared_fields_with_null_aware_equality_and_id_ties() -> rusqlite::Result<()> {
         let conn = Connection::open_in_memory()?;
-        let schema = orders();
+        let schema = orders()?;
         let mut tables = Tables::default();
         write(
             &conn,
@@ -766,7 +775,7 @@ mod tests {
                 put("c", None, 1.0),
                 put("d", Some("shipped"), 9.5),
             ],
-        );
+        )?;
         let c = &schema.collections[0];
         let q = |conds: Vec<Cond>, order, desc, limit| Query {
             conds,
@@ -818,14 +827,14 @@ mod tests {
     #[test]
     fn an_overlay_is_read_and_then_gone() -> rusqlite::Result<()> {
         let conn = Connection::open_in_memory()?;
-        let schema = orders();
+        let schema = orders()?;
         let mut tables = Tables::default();
         write(
             &conn,
             &schema,
             &mut tables,
             vec![put("a", Some("open"), 1.0)],
-        );
+        )?;
         let c = &schema.collections[0];
         let overlay = DocChanges {
             clear: false,
@@ -859,18 +868,17 @@ mod tests {
     fn a_field_declared_later_is_reported_for_backfill_and_a_dropped_one_kept(
     ) -> rusqlite::Result<()> {
         let conn = Connection::open_in_memory()?;
-        let v1 = orders();
+        let v1 = orders()?;
         let mut tables = Tables::default();
-        write(&conn, &v1, &mut tables, vec![put("a", Some("open"), 1.0)]);
+        write(&conn, &v1, &mut tables, vec![put("a", Some("open"), 1.0)])?;
         let v2 = Schema {
-            collections: vec![Collection::new(
+            collections: vec![declared(
                 "orders",
                 vec![
                     ("total".into(), FieldType::Real),
                     ("region".into(), FieldType::Text),
                 ],
-            )
-            .expect("valid")],
+            )?],
         };
         let (todo, gone) = reconcile(&conn, &v2, &tables)?;
         assert_eq!(

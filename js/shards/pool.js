@@ -14,7 +14,7 @@
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { DurableError, codes } = require('../errors');
-const { shardOf, deserializeError } = require('./protocol');
+const { shardOf } = require('./protocol');
 
 const RUNTIME = path.join(__dirname, 'runtime.js');
 
@@ -188,4 +188,4 @@ class ShardPool {
   }
 }
 
-module.exports = { ShardPool, deserializeError };
+module.exports = { ShardPool };

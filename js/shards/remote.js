@@ -15,6 +15,7 @@
 // failed on the shard; queued calls are refused, then it closes) or
 // 'closing' → 'closed'. A lost shard is not a status: the next entry moves.
 const { Mailbox } = require('../mailbox');
+const { QueuedWorker } = require('../entries');
 const { DurableError, codes, fromNative, label } = require('../errors');
 const { waitAtMost, ORDER_WAIT_MS } = require('../live');
 const { serializeError, deserializeError, buf } = require('./protocol');
@@ -28,7 +29,7 @@ function docsBuffers(d) {
   return { ...d, docs: d.docs.map(buf), columns: buf(d.columns) };
 }
 
-class RemoteWorker {
+class RemoteWorker extends QueuedWorker {
   state = NO_GATE;
   /** @type {import('./pool').Shard | null} */
   #shard = null;
@@ -52,6 +53,7 @@ class RemoteWorker {
    * @param {number} slot
    */
   constructor(host, binding, id, key, slot) {
+    super();
     this.host = host;
     this.binding = binding;
     this.id = id;
@@ -60,40 +62,12 @@ class RemoteWorker {
     this.who = label(binding.name, id);
     this.status = 'live';
     this.failure = null;
-    this.closed = null;
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),
       () => host.busy(this),
       () => host.idle(this),
     );
-  }
-
-  /** Queues a call; false when the mailbox is full. */
-  call(method, args, frame, resolve, reject) {
-    return this.mailbox.push({ kind: 'call', method, args, frame, resolve, reject });
-  }
-
-  /** See LiveWorker.fireAlarms. */
-  fireAlarms(after) {
-    let started;
-    const startedP = new Promise((r) => (started = r));
-    const done = new Promise((resolve) => this.mailbox.push({ kind: 'alarm', after, started, resolve }, true));
-    return { started: startedP, done };
-  }
-
-  /** Queues a socket event, described for the shard. */
-  socketEvent(_run, desc) {
-    this.mailbox.push({ kind: 'event', desc }, true);
-  }
-
-  /** See LiveWorker.close. */
-  close(reason, { destroy = false } = {}) {
-    if (this.closed !== null) return this.closed;
-    let resolve;
-    this.closed = new Promise((r) => (resolve = r));
-    this.mailbox.push({ kind: 'close', reason, destroy, resolve }, true);
-    return this.closed;
   }
 
   async #run(e) {
@@ -117,7 +91,10 @@ class RemoteWorker {
         frame: { chain: e.frame.chain, keys: e.frame.keys },
       });
     } else if (e.kind === 'event') {
-      wire.desc = e.desc;
+      // The socket as the shard mirrors it, described when the event leaves
+      // (in-process workers never pay for it).
+      const { handle, ...desc } = e.desc;
+      wire.desc = { ...desc, socket: this.host.sockets.markerOf(handle) };
     }
     // A call holds the shard twice: until its code has run, and until its result is back.
     await this.#send(shard, wire, e.kind === 'call' ? 2 : 1);
