@@ -9,7 +9,8 @@
 // (SIGKILL to exit), and host (the rest: manifest read, api built, IPC each
 // way, waiting on a spare still booting); per run, these add up to "added".
 // The entry's own time (run) is outside "added". Also: bare `node -e 0` on
-// this machine, the floor under any cold figure. Bounded to about 30 s.
+// this machine, in a run's environment: the floor under any cold figure.
+// Bounded to about 30 s.
 //
 //   node bench/peek.js [--runs N] [--json]
 
@@ -19,6 +20,7 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { spawnSync } = require('node:child_process');
 const { nodeAdapter, createWorkerHost } = require('../js/peek');
+const { runEnv } = require('../js/peek/node/process');
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, json: { type: 'boolean' } } });
 const RUNS = Number(values.runs);
@@ -101,7 +103,9 @@ async function main() {
     const bare = [];
     for (let i = 0; i < 7; i++) {
       const t0 = performance.now();
-      spawnSync(process.execPath, ['-e', '0']);
+      // In the environment a run's process gets: variables such as
+      // NODE_EXTRA_CA_CERTS (set here: 35–40 ms of every start) are not passed on.
+      spawnSync(process.execPath, ['-e', '0'], { env: runEnv() });
       bare.push(performance.now() - t0);
     }
     const results = [

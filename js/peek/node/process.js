@@ -11,23 +11,32 @@ const { codes, peekError } = require('../errors');
 const CHILD = path.join(__dirname, 'child.js');
 /** Variables a run's process keeps; everything else is dropped. */
 const ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT', 'NODE_DEBUG'];
+// Before Node 22.15 the child walks the worker's graph with Node's resolver
+// (prescan.js), which needs import.meta.resolve's parent argument.
+const EXEC_ARGV = typeof require('node:module').registerHooks === 'function' ? [] : ['--experimental-import-meta-resolve'];
 
 const now = () => performance.timeOrigin + performance.now();
 
+/** The environment a run's process gets: the allowlisted part of this one. */
+function runEnv() {
+  const env = {};
+  for (const key of ENV_ALLOW) if (process.env[key] !== undefined) env[key] = process.env[key];
+  return env;
+}
+
 /**
- * Forks a run's process. Resolves `ready` when the child has booted (loader
- * hooks registered, nothing of a worker loaded).
+ * Forks a run's process. Resolves `ready` when the child has booted (import
+ * refusal in place, nothing of a worker loaded).
  * @param {{ memoryMb: number, uid?: number, gid?: number }} options
  *   uid/gid: run the process as this user and group (the supervisor must be
  *   allowed to, e.g. root); then it cannot read the supervisor's memory,
  *   environment, command line or files that user may not read.
  */
 function forkRunProcess({ memoryMb, uid, gid }) {
-  const env = {};
-  for (const key of ENV_ALLOW) if (process.env[key] !== undefined) env[key] = process.env[key];
+  const env = runEnv();
   const forkAt = now();
   const proc = fork(CHILD, [], {
-    execArgv: [`--max-old-space-size=${memoryMb}`],
+    execArgv: [`--max-old-space-size=${memoryMb}`, ...EXEC_ARGV],
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     serialization: 'advanced',
@@ -65,4 +74,4 @@ function hold(proc) {
   proc.stderr?.ref?.();
 }
 
-module.exports = { forkRunProcess, release, hold, now };
+module.exports = { forkRunProcess, runEnv, release, hold, now };

@@ -1,0 +1,98 @@
+'use strict';
+// The import refusal where it is a walk of the worker's graph (Node before
+// 22.15, js/peek/node/prescan.js) rather than a loader thread: through
+// relative modules, packages resolved by their exports and imports maps,
+// require() of an ES module, import() (which the walk hands to the loader
+// hooks), and without refusing anything it should not. On a Node with
+// module.registerHooks these pass by the hooks instead: the promise is the
+// same. Serial: forks compete for 2 cores.
+const test = require('ava');
+const fs = require('node:fs');
+const path = require('node:path');
+const { codes } = require('durable-workers/peek');
+const { worker, setup, command } = require('./helpers/peek');
+
+/** Writes `files` ({ relative path: text }) under `dir`. */
+function files(dir, tree) {
+  for (const [name, text] of Object.entries(tree)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), typeof text === 'string' ? text : JSON.stringify(text));
+  }
+}
+
+test.serial('a network import three modules deep is refused before any of the graph runs, naming it and its importer', async (t) => {
+  const { dir, host } = setup(t);
+  const marker = path.join(dir, 'ran');
+  files(dir, {
+    'a.js': `import { b } from './lib/b.mjs';\nexport const a = b;\n`,
+    'lib/b.mjs': `export { c as b } from './c.mjs';\n`,
+    'lib/c.mjs': `import * as tls from 'tls';\nexport const c = typeof tls;\n`,
+  });
+  const file = worker(dir, 'deep', `import fs from 'node:fs';\nfs.writeFileSync(${JSON.stringify(marker)}, 'x');\nimport { a } from './a.js';\nexport default async () => a;\n`);
+  const r = await host.run(file, command());
+  t.false(r.ok);
+  t.is(r.error.code, codes.IMPORT_REFUSED);
+  t.regex(r.error.message, /import of "tls" refused \(imported by file:.*lib\/c\.mjs\)/);
+  t.false(fs.existsSync(marker), 'no module of the graph was evaluated');
+});
+
+test.serial("a package's module is walked through its exports map, and an imports map onto net is seen through", async (t) => {
+  const { dir, host } = setup(t);
+  files(dir, {
+    'node_modules/chatty/package.json': { name: 'chatty', type: 'module', exports: { '.': { require: './no.cjs', import: './esm/index.js' } } },
+    'node_modules/chatty/no.cjs': 'module.exports = 1;\n',
+    'node_modules/chatty/esm/index.js': `import https from 'node:https';\nexport default https;\n`,
+    'mapped/package.json': { type: 'module', imports: { '#socket': 'net' } },
+    'mapped/w.js': `import net from '#socket';\nexport default async () => typeof net;\n`,
+    'mapped/w.json': { name: 'mapped', worker: { url: 'w.js' } },
+  });
+  const pkg = await host.run(worker(dir, 'pkg', `import chatty from 'chatty';\nexport default async () => typeof chatty;\n`), command());
+  t.is(pkg.error?.code, codes.IMPORT_REFUSED);
+  t.regex(pkg.error.message, /"node:https" refused \(imported by file:.*node_modules\/chatty\/esm\/index\.js\)/);
+  const mapped = await host.run(path.join(dir, 'mapped', 'w.json'), command());
+  t.is(mapped.error?.code, codes.IMPORT_REFUSED);
+  t.regex(mapped.error.message, /import of "#socket" refused \(imported by file:.*mapped\/w\.js\)/);
+});
+
+test.serial('an ES module loaded by require() is walked; import() with a computed name is still refused when it runs', async (t) => {
+  const { dir, host } = setup(t);
+  const cjs = path.join(dir, 'cjs');
+  files(cjs, { 'helper.mjs': `import dgram from 'node:dgram';\nexport default dgram;\n` });
+  const required = await host.run(worker(cjs, 'req', `const h = require('./helper.mjs');\nmodule.exports = async () => typeof h;\n`, {}, { type: 'commonjs' }), command());
+  t.is(required.error?.code, codes.IMPORT_REFUSED);
+  t.regex(required.error.message, /import of "node:dgram" refused \(imported by file:.*helper\.mjs\)/);
+
+  const esm = path.join(dir, 'esm');
+  fs.mkdirSync(esm);
+  const computed = await host.run(
+    worker(esm, 'computed', `export default async () => { try { await import('node:' + ['ht', 'tp'].join('')); return 'loaded'; } catch (err) { return err.code; } };\n`),
+    command(),
+  );
+  t.true(computed.ok, computed.error?.message);
+  t.is(computed.value, codes.IMPORT_REFUSED);
+  const literal = await host.run(
+    worker(esm, 'literal', `export default async () => { try { await import('node:child_process'); return 'loaded'; } catch (err) { return err.code; } };\n`),
+    command(),
+  );
+  t.is(literal.value, codes.IMPORT_REFUSED);
+});
+
+test.serial('a graph of allowed modules, builtins, a package and JSON runs; a missing module is Node’s own error', async (t) => {
+  const { dir, host } = setup(t);
+  files(dir, {
+    'node_modules/calm/package.json': { name: 'calm', type: 'module', exports: './index.js' },
+    'node_modules/calm/index.js': `import { createHash } from 'node:crypto';\nexport const hash = (s) => createHash('sha256').update(s).digest('hex').slice(0, 8);\n`,
+    'data.json': { n: 3 },
+    'util.js': `import { URL } from 'node:url';\nexport const host = (u) => new URL(u).host;\n`,
+  });
+  const ok = await host.run(
+    worker(dir, 'fine', `import { hash } from 'calm';\nimport data from './data.json' with { type: 'json' };\nimport { host } from './util.js';\nimport path from 'node:path';\nexport default async () => [hash('x'), data.n, host('http://a.example/'), path.sep, import.meta.url.endsWith('fine.js')];\n`),
+    command(),
+  );
+  t.true(ok.ok, ok.error?.message);
+  t.deepEqual(ok.value, ['2d711642', 3, 'a.example', '/', true]);
+  const missing = await host.run(worker(dir, 'missing', `import './nowhere.js';\nexport default async () => 1;\n`), command());
+  t.false(missing.ok);
+  t.regex(missing.error.message, /nowhere\.js/);
+  t.not(missing.error.code, codes.IMPORT_REFUSED);
+});
