@@ -8,46 +8,14 @@
 // Serial: several tests wait on deadlines, and forks compete for 2 cores.
 const test = require('ava');
 const fs = require('node:fs');
-const http = require('node:http');
 const path = require('node:path');
-const { createWorkerHost, nodeAdapter, codes } = require('durable-workers/peek');
-const { tmpDir } = require('./helpers/tmp');
-
-/** A worker module and its manifest in `dir`; returns the manifest path. */
-function worker(dir, name, source, manifest = {}) {
-  fs.writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }');
-  fs.writeFileSync(path.join(dir, `${name}.js`), source);
-  const file = path.join(dir, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ name, worker: { url: `${name}.js` }, ...manifest }));
-  return file;
-}
-
-/** An adapter and host over a fresh directory, with the log records collected. */
-function setup(t, options = {}) {
-  const dir = tmpDir(t);
-  const logs = [];
-  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: (r) => logs.push(r), ...options });
-  const host = createWorkerHost({ adapter });
-  t.teardown(async () => {
-    await host.close();
-    await adapter.close();
-  });
-  return { dir, adapter, host, logs };
-}
+const { codes } = require('durable-workers/peek');
+const { worker, setup, command, httpServer } = require('./helpers/peek');
 
 function credential(t, name, value) {
   const key = `PEEK_CREDENTIAL_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
   process.env[key] = value;
   t.teardown(() => delete process.env[key]);
-}
-
-const command = (params = {}) => ({ kind: 'command', name: 'test', params });
-
-async function httpServer(t, handler) {
-  const server = http.createServer(handler);
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return `http://127.0.0.1:${server.address().port}`;
 }
 
 test.serial('a namespace exists exactly when the grant names it; datastore methods only as granted', async (t) => {

@@ -8,44 +8,15 @@
 // Serial: forks compete for 2 cores.
 const test = require('ava');
 const fs = require('node:fs');
-const http = require('node:http');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { createWorkerHost, nodeAdapter, createSupervisor, codes } = require('durable-workers/peek');
 const { RealmClient } = require('../js/peek/protocol/host-side');
 const { credentialReader } = require('../js/peek/credentials');
 const { tmpDir } = require('./helpers/tmp');
+const { worker, setup, command, httpServer } = require('./helpers/peek');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function worker(dir, name, source, manifest = {}, { type = 'module', ext = 'js' } = {}) {
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type }));
-  fs.writeFileSync(path.join(dir, `${name}.${ext}`), source);
-  const file = path.join(dir, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ name, worker: { url: `${name}.${ext}` }, ...manifest }));
-  return file;
-}
-
-function setup(t, options = {}, wrap = (a) => a) {
-  const dir = tmpDir(t);
-  const logs = [];
-  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: (r) => logs.push(r), ...options });
-  const host = createWorkerHost({ adapter: wrap(adapter) });
-  t.teardown(async () => {
-    await host.close();
-    await adapter.close();
-  });
-  return { dir, adapter, host, logs };
-}
-
-const command = (params = {}) => ({ kind: 'command', name: 'test', params });
-
-async function httpServer(t, handler) {
-  const server = http.createServer(handler);
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return `http://127.0.0.1:${server.address().port}`;
-}
 
 /** Whether a pid is alive. */
 function alive(pid) {

@@ -10,31 +10,18 @@ const fs = require('node:fs');
 const path = require('node:path');
 const readline = require('node:readline');
 const { spawn } = require('node:child_process');
-const { createWorkerHost, nodeAdapter, codes } = require('durable-workers/peek');
+const { codes } = require('durable-workers/peek');
 const { tmpDir } = require('./helpers/tmp');
+const { worker, setup: peekSetup } = require('./helpers/peek');
 const { until } = require('./helpers/poll');
 
 const BIN = path.join(__dirname, '..', 'bin', 'durable-workers.js');
 
-function worker(dir, name, source, manifest = {}) {
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }');
-  fs.writeFileSync(path.join(dir, `${name}.js`), source);
-  const file = path.join(dir, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ name, worker: { url: `${name}.js` }, ...manifest }));
-  return file;
-}
-
+/** The shared setup, but log records are dropped and each run event is kept with the time it was seen (`at`). */
 function setup(t, options = {}) {
-  const dir = tmpDir(t);
-  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: () => {}, ...options });
-  const host = createWorkerHost({ adapter });
+  const { dir, adapter, host } = peekSetup(t, { log: () => {}, ...options });
   const runs = [];
   host.on('run', (e) => runs.push({ ...e, at: Date.now() }));
-  t.teardown(async () => {
-    await host.close();
-    await adapter.close();
-  });
   return { dir, adapter, host, runs };
 }
 
