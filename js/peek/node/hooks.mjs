@@ -1,7 +1,7 @@
 // Loader hooks for a run's process on a Node without module.registerHooks,
 // registered with module.register only when the walk of the worker's graph
 // (prescan.js) meets what it cannot follow (an import(), a data: module),
-// and always before the worker's code loads: an import of a network module
+// and always before the module that needs them loads: an import of a network module
 // anywhere in the worker's ESM graph then fails when it resolves, naming the
 // import. CommonJS require() is covered in child.js. This catches the honest
 // mistake of a worker written against Node; it does not stop code that means
