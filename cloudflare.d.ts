@@ -125,7 +125,11 @@ export interface RunningWorkerd {
   kill(): Promise<{ code: number | null; signal: string | null }>;
 }
 
-/** Runs the pinned workerd binary on `config`; resolves once it answers HTTP on `port`. */
+/**
+ * Runs the pinned workerd binary on `config`; resolves once this deployment
+ * answers on `port` (its readiness token, written by `buildWorkerd`, at
+ * `/__durable-workers-ping`), not merely once something answers there.
+ */
 export function startWorkerd(options: StartWorkerdOptions): Promise<RunningWorkerd>;
 
 /** A free TCP port on 127.0.0.1. */

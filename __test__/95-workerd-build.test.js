@@ -76,3 +76,21 @@ test('a module Node cannot import: the error is logged, and only the classes it 
   t.is(await add(), 1);
   t.is(await add(), 2);
 });
+
+test('startWorkerd is not fooled by another server on its port: it waits for this deployment’s token, and reports the port taken', async (t) => {
+  t.timeout(60_000);
+  const http = require('node:http');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-build-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // Something else answers every path on the port, the ping included.
+  const squatter = http.createServer((req, res) => res.end('hello from someone else'));
+  await new Promise((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => squatter.close(resolve)));
+  const { port } = squatter.address();
+  const file = path.join(dir, 'shop.mjs');
+  fs.writeFileSync(file, MODULE);
+  const built = await buildWorkerd({ module: file, outDir: path.join(dir, 'build'), dataDir: path.join(dir, 'data'), port });
+  const err = await t.throwsAsync(startWorkerd({ config: built.config, port, startTimeoutMs: 10_000 }));
+  t.is(err.code, 'ERR_DURABLE_IO');
+  t.regex(err.message, /something else answers on http:\/\/127\.0\.0\.1:\d+/);
+});

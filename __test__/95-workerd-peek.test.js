@@ -88,3 +88,13 @@ test.serial('channels: a publish reaches every subscribed channel through the hu
   await listener.close();
   await other.close();
 });
+
+test.serial('the admin token is taken from the authorization header only, never from the URL (which ends up in access logs)', async (t) => {
+  t.timeout(60_000);
+  await adapter.deploy();
+  const token = fs.readFileSync(path.join(dir, 'admin-token'), 'utf8').trim();
+  const inQuery = await fetch(`${adapter.url}/peek/credential/probe-hello?token=${token}`);
+  t.is(inQuery.status, 401);
+  const inHeader = await fetch(`${adapter.url}/peek/credential/probe-hello`, { headers: { authorization: `Bearer ${token}` } });
+  t.not(inHeader.status, 401);
+});

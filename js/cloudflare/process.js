@@ -1,11 +1,14 @@
 'use strict';
 // Node side: runs workerd on a config written by ./build.js, waits until it
-// answers HTTP, and stops it. One workerd process per call; stop() sends
+// answers HTTP (with the deployment's own readiness token, so another server
+// on the port is not mistaken for it), and stops it. One workerd process per call; stop() sends
 // SIGTERM and, after a grace period, SIGKILL; kill() is the crash.
 const { spawn } = require('node:child_process');
 const net = require('node:net');
 const path = require('node:path');
+const fs = require('node:fs');
 const { workerdBinary } = require('./build');
+const { PING_PATH, TOKEN_FILE } = require('./ready');
 const { DurableError, codes } = require('../errors');
 
 /** A free TCP port on 127.0.0.1 (free when asked; taken again by workerd right after). */
@@ -48,6 +51,12 @@ async function startWorkerd(o) {
   process.on('exit', killOnExit);
   exited.then(() => process.off('exit', killOnExit));
   const url = `http://127.0.0.1:${o.port}`;
+  // A config without a token beside it (written by hand) takes any answer.
+  let token = null;
+  try {
+    token = fs.readFileSync(path.join(path.dirname(o.config), TOKEN_FILE), 'utf8');
+  } catch {}
+  let stranger = false;
   const deadline = Date.now() + (o.startTimeoutMs ?? 20_000);
   let done = false;
   exited.then(() => {
@@ -55,13 +64,20 @@ async function startWorkerd(o) {
   });
   try {
     for (;;) {
-      if (done) throw new DurableError(codes.IO, `workerd exited before it answered on ${url}: ${tail.join(' | ')}`);
+      if (done) {
+        const busy = stranger ? ` (something else answers on ${url}: is the port taken?)` : '';
+        throw new DurableError(codes.IO, `workerd exited before it answered on ${url}${busy}: ${tail.join(' | ')}`);
+      }
       try {
-        await fetch(`${url}/__durable-workers-ping`, { signal: AbortSignal.timeout(1000) });
-        break;
+        const res = await fetch(`${url}${PING_PATH}`, { signal: AbortSignal.timeout(1000) });
+        const body = await res.text();
+        if (token === null || body === token) break;
+        stranger = true; // something else answers there; workerd may yet bind, or exit
+        throw new Error('not this deployment');
       } catch {
         if (Date.now() > deadline) {
-          throw new DurableError(codes.IO, `workerd did not answer on ${url} within ${o.startTimeoutMs ?? 20_000} ms: ${tail.join(' | ')}`);
+          const why = stranger ? `something else answers on ${url}, not this workerd` : `workerd did not answer on ${url}`;
+          throw new DurableError(codes.IO, `${why} within ${o.startTimeoutMs ?? 20_000} ms: ${tail.join(' | ')}`);
         }
         await new Promise((r) => setTimeout(r, 50));
       }

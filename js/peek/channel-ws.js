@@ -22,6 +22,7 @@ class WsHub {
   /** @type {Set<{ topics: Set<string>, onMessage: Function }>} */
   #subs = new Set();
   #ws = null;
+  #headers;
   #attempt = 0;
   #timer = null;
   #queue = [];
@@ -31,10 +32,12 @@ class WsHub {
 
   /**
    * @param {string} url ws:// or wss://
-   * @param {{ minDelayMs?: number, maxDelayMs?: number, log?: (r: object) => void }} [options]
+   * @param {{ minDelayMs?: number, maxDelayMs?: number, log?: (r: object) => void, headers?: Record<string, string> }} [options]
+   *   headers: sent with every connection's upgrade request (an authorization, kept out of the URL and so out of access logs)
    */
-  constructor(url, { minDelayMs = 100, maxDelayMs = 30_000, log = () => {} } = {}) {
+  constructor(url, { minDelayMs = 100, maxDelayMs = 30_000, log = () => {}, headers } = {}) {
     this.#url = url;
+    this.#headers = headers;
     // Loaded only when a URL is configured: the in-process bus needs no ws.
     this.#WebSocket = require('ws');
     this.#minDelayMs = minDelayMs;
@@ -85,7 +88,7 @@ class WsHub {
 
   #connect() {
     if (this.#closed) return;
-    const ws = new this.#WebSocket(this.#url);
+    const ws = new this.#WebSocket(this.#url, this.#headers ? { headers: this.#headers } : undefined);
     this.#ws = ws;
     ws.on('open', () => {
       this.#attempt = 0;

@@ -330,7 +330,7 @@ function cloudflareAdapter(options = {}) {
       }
       if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
       await ready();
-      hub ??= new WsHub(`${wsBase()}/peek/channel?token=${deployment.adminToken}`, { log });
+      hub ??= new WsHub(`${wsBase()}/peek/channel`, { log, headers: { authorization: `Bearer ${deployment.adminToken}` } });
       return hub.open(topics, onMessage);
     },
 

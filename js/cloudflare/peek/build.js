@@ -12,7 +12,9 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { COMPATIBILITY_DATE, WORKERD_VERSION } = require('../build');
+const { randomBytes } = require('node:crypto');
 const { credentialEnvName } = require('../../peek/credentials');
+const { TOKEN_FILE } = require('../ready');
 
 const HERE = __dirname;
 const CLOUDFLARE = path.join(HERE, '..');
@@ -92,8 +94,11 @@ function writeConfig(o) {
   fs.mkdirSync(o.dataDir, { recursive: true });
   const ws = Object.entries(o.workers);
   const allow = o.allowLocalNetwork ? '["public", "private", "local"]' : '["public"]';
+  // Readiness: startWorkerd waits for the gateway to answer with this token.
+  const readyToken = randomBytes(16).toString('hex');
   const text = {
     PEEK_ADMIN_TOKEN: o.adminToken,
+    PEEK_READY_TOKEN: readyToken,
     PEEK_RETRIES: String(o.retries),
     PEEK_STORE_SESSION: JSON.stringify(o.session),
     PEEK_WORKERS: JSON.stringify(Object.fromEntries(ws.map(([name, w]) => [name, w.binding]))),
@@ -136,6 +141,7 @@ const gateway :Workerd.Worker = (
   const file = path.join(o.outDir, 'config.capnp');
   fs.writeFileSync(file, config, { mode: 0o600 });
   fs.chmodSync(file, 0o600);
+  fs.writeFileSync(path.join(o.outDir, TOKEN_FILE), readyToken);
   return file;
 }
 

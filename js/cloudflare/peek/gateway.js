@@ -25,6 +25,7 @@ const { PeekStore } = require('../../peek/store-embedded');
 const { STORE_METHODS } = require('../../peek/store-methods');
 const { nextAfter } = require('../../peek/schedule-spec');
 const { matches } = require('../../peek/topics');
+const { PING_PATH } = require('../ready');
 
 const CREDENTIAL_PREFIX = 'PEEK_CREDENTIAL_';
 const MAX_BACKOFF_MS = 300_000;
@@ -44,10 +45,12 @@ function same(a, b) {
 
 async function fetchHandler(request, env) {
   const url = new URL(request.url);
+  if (url.pathname === PING_PATH) return new Response(env.PEEK_READY_TOKEN ?? '');
   const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'datastore' && parts.length === 2 && request.method === 'POST') return datastore(request, env, parts[1]);
   if (parts[0] !== 'peek') return new Response('not found', { status: 404 });
-  const token = bearer(request) ?? url.searchParams.get('token');
+  // The token only ever in a header: a URL ends up in access logs.
+  const token = bearer(request);
   if (!same(token, env.PEEK_ADMIN_TOKEN)) return new Response('unauthorized', { status: 401 });
   const [, what, name] = parts;
   switch (what) {
