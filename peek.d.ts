@@ -204,6 +204,8 @@ export interface NodeAdapterOptions {
   store?: { user?: string; profile?: string; remoteUrl?: string };
   /** A pubsub hub (ws:// or wss://); without it, an in-process bus. */
   channelUrl?: string;
+  /** Headers sent with each connection's upgrade request, e.g. `{ authorization: 'Bearer …' }` (the workerd gateway's hub takes its admin token only so). */
+  channelHeaders?: Record<string, string>;
   channelBackoff?: { minDelayMs?: number; maxDelayMs?: number };
   log?: (record: LogRecord) => void;
 }

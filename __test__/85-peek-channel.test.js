@@ -36,11 +36,12 @@ const SILENT = 'export default async (api, ctx) => ctx.trigger.params.n + 1;';
 async function hub(t) {
   const server = http.createServer();
   const wss = new WebSocketServer({ server });
-  const h = { published: [], subscribed: [], sockets: new Set(), connections: 0 };
+  const h = { published: [], subscribed: [], sockets: new Set(), connections: 0, headers: [] };
   const subs = new Map();
   const matches = (topics, topic) => [...topics].some((s) => s === topic || (s.endsWith('*') && topic.startsWith(s.slice(0, -1))));
-  wss.on('connection', (ws) => {
+  wss.on('connection', (ws, req) => {
     h.connections++;
+    h.headers.push(req.headers);
     h.sockets.add(ws);
     subs.set(ws, new Set());
     ws.on('close', () => h.sockets.delete(ws));
@@ -142,4 +143,17 @@ test.serial('a wake topic the manifest subscribes to runs the worker with a wake
   const m = await until(() => heard[0], 20_000, 'the wake run');
   t.deepEqual(m.message, { kind: 'wake', topic: 'news', message: { headline: 'x' } });
   await client.close();
+});
+
+test.serial('channelHeaders go with the upgrade request, and bad ones are refused when the adapter is made', async (t) => {
+  const h = await hub(t);
+  const dir = tmpDir(t);
+  t.throws(() => nodeAdapter({ dir: path.join(dir, 'bad'), channelUrl: h.url, channelHeaders: { authorization: 42 } }), { instanceOf: TypeError, message: /channelHeaders/ });
+  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), log: () => {}, channelUrl: h.url, channelHeaders: { authorization: 'Bearer s3cret' } });
+  t.teardown(() => adapter.close());
+  const channel = await adapter.openChannel({ topics: ['news'] }, () => {});
+  await until(() => h.subscribed.includes('news'));
+  t.is(h.headers[0].authorization, 'Bearer s3cret');
+  t.false(h.headers.some((x) => String(x.host).includes('s3cret')));
+  await channel.close();
 });

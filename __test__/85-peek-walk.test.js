@@ -51,7 +51,7 @@ test.serial("a package's module is walked through its exports map, and an import
   t.regex(pkg.error.message, /"node:https" refused \(imported by file:.*node_modules\/chatty\/esm\/index\.js\)/);
   const mapped = await host.run(path.join(dir, 'mapped', 'w.json'), command());
   t.is(mapped.error?.code, codes.IMPORT_REFUSED);
-  t.regex(mapped.error.message, /import of "#socket" refused \(imported by file:.*mapped\/w\.js\)/);
+  t.regex(mapped.error.message, /import of "#socket" \(node:net\) refused \(imported by file:.*mapped\/w\.js\)/);
 });
 
 test.serial('an ES module loaded by require() is walked; import() with a computed name is still refused when it runs', async (t) => {
@@ -95,4 +95,90 @@ test.serial('a graph of allowed modules, builtins, a package and JSON runs; a mi
   t.false(missing.ok);
   t.regex(missing.error.message, /nowhere\.js/);
   t.not(missing.error.code, codes.IMPORT_REFUSED);
+});
+
+// The walk itself, in this process: when it calls for the loader hooks (time,
+// never the refusal) and when it must not (the whole point of it).
+const { ImportScan } = require('../js/peek/node/prescan');
+const { pathToFileURL } = require('node:url');
+const { isBuiltin } = require('node:module');
+const { tmpDir } = require('./helpers/tmp');
+
+/** A walk over `tree` in a fresh directory; relative and builtin specifiers resolve as in ESM. */
+async function walk(t, tree) {
+  const dir = tmpDir(t);
+  files(dir, tree);
+  const fallbacks = [];
+  const resolve = (s, parent) => {
+    if (s.startsWith('./') || s.startsWith('../')) return new URL(s, parent).href;
+    if (s.startsWith('data:')) return s;
+    if (isBuiltin(s)) return s.startsWith('node:') ? s : `node:${s}`;
+    throw Object.assign(new Error(`cannot resolve ${s}`), { code: 'ERR_MODULE_NOT_FOUND' });
+  };
+  const scan = new ImportScan(resolve, (why) => fallbacks.push(why));
+  await scan.init();
+  const url = (name) => pathToFileURL(path.join(dir, name)).href;
+  return { dir, scan, fallbacks, url };
+}
+
+test('a static graph of files and allowed builtins is walked without the loader hooks', async (t) => {
+  const w = await walk(t, {
+    'w.js': `\uFEFFimport a from './a.js';\nimport { sep } from 'node:path';\nexport * from './b.mjs';\nexport default a + sep;\n`,
+    'a.js': `import data from './data.json' with { type: 'json' };\nexport default data.n + import.meta.url.length;\n`,
+    'b.mjs': `export { createHash } from 'node:crypto';\n`,
+    'data.json': { n: 1 },
+  });
+  w.scan.scan(w.url('w.js'));
+  t.deepEqual(w.fallbacks, []);
+  t.false(w.scan.hooked);
+});
+
+test('what the lexer cannot see calls for the hooks, and the walk goes on to refuse a static import behind it', async (t) => {
+  const cases = {
+    'import()': `const later = () => import('./x.js');\n`,
+    'import() in a string (new Function)': `const load = new Function('s', 'return import(s)');\n`,
+    'a data: module': `import 'data:text/javascript,export default 1';\n`,
+    'a line separator': `const a = 1;\u2028\n`,
+    'an ideographic space': `const a =\u30001;\n`,
+    'a file that does not lex': `import { from './a.js';\n`,
+  };
+  for (const [what, head] of Object.entries(cases)) {
+    const w = await walk(t, { 'w.js': `import './dep.js';\n${head}export default 1;\n`, 'dep.js': `import 'node:dgram';\n` });
+    if (what === 'a file that does not lex') {
+      w.scan.scan(w.url('w.js'));
+    } else {
+      const err = t.throws(() => w.scan.scan(w.url('w.js')), { code: 'ERR_PEEK_IMPORT_REFUSED' }, what);
+      t.regex(err.message, /"node:dgram" refused \(imported by file:.*dep\.js\)/, what);
+    }
+    t.is(w.fallbacks.length, 1, what);
+    t.true(w.scan.hooked, what);
+  }
+});
+
+test('a refused module is refused again on its next load; a symlinked entry is walked where it points', async (t) => {
+  const w = await walk(t, { 'evil.mjs': `import './deeper.mjs';\n`, 'deeper.mjs': `export { get } from 'node:https';\n`, 'real/w.js': `import './dep.js';\n`, 'real/dep.js': `import 'node:net';\n` });
+  for (let i = 0; i < 2; i++) t.throws(() => w.scan.scan(w.url('evil.mjs')), { code: 'ERR_PEEK_IMPORT_REFUSED', message: /deeper\.mjs/ });
+  fs.mkdirSync(path.join(w.dir, 'pub'));
+  fs.symlinkSync(path.join(w.dir, 'real', 'w.js'), path.join(w.dir, 'pub', 'w.js'));
+  t.throws(() => w.scan.scan(w.url('pub/w.js')), { code: 'ERR_PEEK_IMPORT_REFUSED', message: /real\/dep\.js/ });
+  t.deepEqual(w.fallbacks, []);
+});
+
+test.serial('in a run: a symlinked worker, a byte-order mark, import() built by new Function, a require() retried after its refusal', async (t) => {
+  const { dir, host } = setup(t);
+  files(dir, { 'real/package.json': { type: 'module' }, 'real/w.js': `import { connect } from './dep.js';\nexport default async () => typeof connect;\n`, 'real/dep.js': `\uFEFFexport { connect } from 'node:net';\n`, 'pub/w.json': { name: 'linked', worker: { url: 'w.js' } } });
+  fs.symlinkSync(path.join(dir, 'real', 'w.js'), path.join(dir, 'pub', 'w.js'));
+  const linked = await host.run(path.join(dir, 'pub', 'w.json'), command());
+  t.is(linked.error?.code, codes.IMPORT_REFUSED);
+  t.regex(linked.error.message, /real\/dep\.js/);
+
+  const esm = path.join(dir, 'esm');
+  fs.mkdirSync(esm);
+  const built = await host.run(worker(esm, 'built', `export default async () => { try { await new Function("return import('node:net')")(); return 'loaded'; } catch (err) { return err.code; } };\n`), command());
+  t.is(built.value, codes.IMPORT_REFUSED);
+
+  const cjs = path.join(dir, 'cjs');
+  files(cjs, { 'evil.mjs': `import net from 'node:net';\nexport default typeof net.connect;\n` });
+  const retried = await host.run(worker(cjs, 'retry', `module.exports = async () => { const codes = []; for (let i = 0; i < 2; i++) { try { require('./evil.mjs'); codes.push('loaded'); } catch (err) { codes.push(err.code); } } return codes; };\n`, {}, { type: 'commonjs' }), command());
+  t.deepEqual(retried.value, [codes.IMPORT_REFUSED, codes.IMPORT_REFUSED]);
 });

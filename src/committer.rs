@@ -172,8 +172,12 @@ fn wake_one(s: &Shared) {
         return;
     }
     if !s.wake.notify_one() {
-        // Nobody was asleep (all busy): each looks at the queue before it sleeps.
-        s.waking.fetch_sub(1, Ordering::SeqCst);
+        // Nobody was asleep (all busy): each looks at the queue before it
+        // sleeps. Saturating, like the decrement in serve(): a stop's
+        // notify_all may have brought it to 0 meanwhile.
+        let _ = s
+            .waking
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
 }
 

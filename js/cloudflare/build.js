@@ -156,9 +156,12 @@ const worker :Workerd.Worker = (
   globalOutbound = "internet",
 );
 `;
+  // The token first: a config never sits beside another build's token. Only
+  // this user reads it: a process that took the port first cannot learn it.
+  fs.writeFileSync(path.join(o.outDir, TOKEN_FILE), token, { mode: 0o600 });
+  fs.chmodSync(path.join(o.outDir, TOKEN_FILE), 0o600);
   const configPath = path.join(o.outDir, 'config.capnp');
   fs.writeFileSync(configPath, config);
-  fs.writeFileSync(path.join(o.outDir, TOKEN_FILE), token);
   return { config: configPath, bundle, classes };
 }
 

@@ -138,10 +138,13 @@ const gateway :Workerd.Worker = (
   globalOutbound = "internet",
 );
 `;
+  // The token first (a config never sits beside another build's token), and
+  // private, like the config.
+  fs.writeFileSync(path.join(o.outDir, TOKEN_FILE), readyToken, { mode: 0o600 });
+  fs.chmodSync(path.join(o.outDir, TOKEN_FILE), 0o600);
   const file = path.join(o.outDir, 'config.capnp');
   fs.writeFileSync(file, config, { mode: 0o600 });
   fs.chmodSync(file, 0o600);
-  fs.writeFileSync(path.join(o.outDir, TOKEN_FILE), readyToken);
   return file;
 }
 

@@ -98,7 +98,7 @@ function nodeAdapter(options = {}) {
   const workerStub = async (name) => (await durableHost()).get(PeekWorker, name);
   const channels = () => {
     if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
-    hub ??= o.channelUrl ? new WsHub(o.channelUrl, { log, ...o.channelBackoff }) : new Bus();
+    hub ??= o.channelUrl ? new WsHub(o.channelUrl, { log, headers: o.channelHeaders, ...o.channelBackoff }) : new Bus();
     return hub;
   };
 
@@ -222,6 +222,10 @@ function checkOptions(options) {
   const store = options.store ?? {};
   if (store.remoteUrl !== undefined && !/^https?:\/\//.test(store.remoteUrl)) throw new TypeError('nodeAdapter({ store: { remoteUrl } }): must be an http(s) URL');
   if (options.channelUrl !== undefined && !/^wss?:\/\//.test(options.channelUrl)) throw new TypeError('nodeAdapter({ channelUrl }): must be a ws:// or wss:// URL');
+  const headers = options.channelHeaders;
+  if (headers !== undefined && (headers === null || typeof headers !== 'object' || Object.values(headers).some((v) => typeof v !== 'string'))) {
+    throw new TypeError('nodeAdapter({ channelHeaders }): an object of header names to string values');
+  }
   if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('nodeAdapter({ log }): must be a function (record) => void');
   const id = (name) => {
     const v = options[name];
@@ -244,6 +248,7 @@ function checkOptions(options) {
     credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file, values: options.credentials?.values },
     store: { user: store.user ?? 'local', profile: store.profile ?? 'default', remoteUrl: store.remoteUrl },
     channelUrl: options.channelUrl,
+    channelHeaders: headers === undefined ? undefined : { ...headers },
     channelBackoff: options.channelBackoff ?? {},
     log: options.log ?? stderrLog,
   };

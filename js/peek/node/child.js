@@ -35,7 +35,9 @@ if (typeof Module.registerHooks === 'function') {
   const load = Module._load;
   Module._load = function _load(request, parent, isMain) {
     if (isRefused(request)) throw refusal(request, parent?.filename ? pathToFileURL(parent.filename).href : undefined, 'require');
-    if (scan && !scan.hooked && !Module.isBuiltin(request)) {
+    // Walked even once the hooks are in: module.register's hooks do not see
+    // the imports of an ES module that require() loads.
+    if (scan && !Module.isBuiltin(request)) {
       let file = null;
       try {
         file = Module._resolveFilename(request, parent, isMain);

@@ -1,6 +1,7 @@
 // Loader hooks for a run's process on a Node without module.registerHooks,
 // registered with module.register only when the walk of the worker's graph
-// (prescan.js) meets what it cannot follow (an import(), a data: module),
+// (prescan.js) meets what it cannot see (an import(), a data: module, a file
+// it cannot read or lex),
 // and always before the module that needs them loads: an import of a network module
 // anywhere in the worker's ESM graph then fails when it resolves, naming the
 // import. CommonJS require() is covered in child.js. This catches the honest

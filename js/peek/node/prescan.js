@@ -8,22 +8,33 @@
 // resolving each specifier with Node's own resolver (import.meta.resolve with
 // a parent, --experimental-import-meta-resolve), and throws the refusal for
 // the first network module found, naming it and its importer, before any of
-// the worker's code has run. Whatever the walk cannot follow (an import() of
-// any kind, a data: module, a file the lexer cannot read) installs the
-// loader thread after all, before anything of the worker loads, so it costs
-// time, never the refusal. CommonJS require() stays with the Module._load
-// wrapper (child.js), which also hands every file it loads to the walk: an
-// ES module loaded by require(), or an import() in a CommonJS file, is
-// covered too. Like the hooks it replaces, this is a guard rail against the
-// honest mistake, not a sandbox (docs/peek.md).
+// the worker's code has run.
+//
+// What the walk cannot see installs the loader thread after all, before the
+// module that needs it loads: an import() (or the text `import(` anywhere, a
+// string handed to eval or new Function included), a data: module, a file it
+// cannot read or lex, or characters the lexer does not take for white space
+// where V8 does. It costs time, never the refusal, and the walk goes on over
+// the rest of the static graph, which the hooks do not see when a module is
+// loaded by require(). CommonJS require() stays with the Module._load wrapper
+// (child.js), which hands every file it loads to the walk too. Like the hooks
+// it replaces, this is a guard rail against the honest mistake, not a sandbox
+// (docs/peek.md).
 const fs = require('node:fs');
 const path = require('node:path');
-const { fileURLToPath } = require('node:url');
+const { fileURLToPath, pathToFileURL } = require('node:url');
 const lexer = require('es-module-lexer');
 const { isRefused, refusal } = require('./refused');
 
 // Files whose imports the ESM loader does not follow.
 const OPAQUE = new Set(['.json', '.node', '.wasm']);
+// Any import( in the text, even in a string: code built at run time
+// (new Function('s', 'return import(s)'), as compiled TypeScript does) is
+// invisible to a lexer.
+const DYNAMIC = /\bimport\s*\(/;
+// White space to V8 that es-module-lexer does not skip: next to an import,
+// the lexer reports nothing (and no error) while V8 loads it.
+const UNLEXED_SPACE = /[\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
 
 class ImportScan {
   #resolve;
@@ -45,7 +56,7 @@ class ImportScan {
     await lexer.init();
   }
 
-  /** Whether the loader hooks were installed (the walk met something it cannot follow). */
+  /** Whether the loader hooks were installed (the walk met something it cannot see). */
   get hooked() {
     return this.#hooked;
   }
@@ -53,37 +64,60 @@ class ImportScan {
   /**
    * Walks the static graph from `url` (a module about to load). Throws
    * ERR_PEEK_IMPORT_REFUSED for a refused import; installs the hooks for
-   * anything it cannot follow. Each module is read once per process.
+   * anything it cannot see, and goes on. A module is read once per process,
+   * unless its walk was refused: then the next load walks it again.
    * @param {string} url
    */
   scan(url) {
-    const stack = [url];
-    while (stack.length && !this.#hooked) {
+    const added = [];
+    try {
+      this.#walk(url, added);
+    } catch (err) {
+      // A refusal can be caught (try { require(x) } catch {}): a second
+      // load of the same module must meet it again.
+      for (const at of added) this.#seen.delete(at);
+      throw err;
+    }
+  }
+
+  #walk(url, added) {
+    const stack = [realURL(url)];
+    while (stack.length) {
       const at = stack.pop();
       if (this.#seen.has(at)) continue;
       this.#seen.add(at);
+      added.push(at);
       if (at.startsWith('node:')) continue;
-      if (!at.startsWith('file:')) return this.fallBack(`${at.slice(0, 40)} is not a file`);
+      if (!at.startsWith('file:')) {
+        this.fallBack(`${at.slice(0, 40)} is not a file`);
+        continue;
+      }
       const file = fileURLToPath(at);
       if (OPAQUE.has(path.extname(file))) continue;
       let source;
       try {
         source = fs.readFileSync(file, 'utf8');
       } catch {
-        continue; // Node's own import reports a missing or unreadable file
+        this.fallBack(`${at} could not be read`);
+        continue;
       }
+      // A leading byte-order mark is common and harmless; V8 skips it.
+      if (source.charCodeAt(0) === 0xfeff) source = source.slice(1);
+      if (DYNAMIC.test(source)) this.fallBack(`${at} has an import()`);
+      if (UNLEXED_SPACE.test(source)) this.fallBack(`${at} has white space the lexer does not read`);
       let imports;
       try {
         [imports] = lexer.parse(source, file);
       } catch {
-        return this.fallBack(`${at} did not lex`);
+        this.fallBack(`${at} did not lex`);
+        continue;
       }
       for (const imp of imports) {
         if (imp.type === 'import-meta') continue;
-        if (imp.type === 'dynamic' || imp.phase !== null || imp.specifier === undefined) {
-          return this.fallBack(`${at} has an import()`);
+        if (imp.type === 'dynamic' || imp.phase !== null || typeof imp.specifier !== 'string') {
+          this.fallBack(`${at} has an import the walk cannot follow`);
+          continue;
         }
-        if (imp.typeOnly) continue;
         const specifier = imp.specifier;
         if (isRefused(specifier)) throw refusal(specifier, at, 'import');
         let resolved;
@@ -93,17 +127,30 @@ class ImportScan {
           continue; // unresolvable: the import itself fails, naming it
         }
         // A package's "imports" or "exports" may map a name onto a node: module.
-        if (isRefused(resolved)) throw refusal(specifier, at, 'import');
+        if (isRefused(resolved)) throw refusal(specifier, at, 'import', resolved);
         stack.push(resolved);
       }
     }
   }
 
-  /** Installs the loader hooks instead (once); the walk stops. */
+  /** Installs the loader hooks (once). The walk itself goes on. */
   fallBack(why) {
     if (this.#hooked) return;
     this.#hooked = true;
     this.#fallback(why);
+  }
+}
+
+/** The URL of the real file: Node loads a symlinked entry from where it points, and resolves its imports from there. */
+function realURL(url) {
+  if (!url.startsWith('file:')) return url;
+  try {
+    const u = new URL(url);
+    const real = pathToFileURL(fs.realpathSync(fileURLToPath(u)));
+    real.search = u.search;
+    return real.href;
+  } catch {
+    return url;
   }
 }
 
