@@ -11,7 +11,7 @@ const { Buffer } = require('node:buffer');
 const { DurableError, codes } = require('./errors');
 const { TAG_V8, encode, decode } = require('./codec');
 const { columnsOf } = require('./schema');
-const { plan, nativeConds, evaluate } = require('./query');
+const { plan, nativeConds, matches, evaluate } = require('./query');
 
 /** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
 const MAX_DOC = 1024 * 1024;
@@ -156,14 +156,22 @@ class Collection {
     // in the rows read or in this snapshot (applying it twice is harmless).
     const overlay = this.#store.snapshot(coll);
     const r = await this.#store.query({ kind: 'scan', collection: coll });
-    const stored = new Map();
-    if (!overlay.clear) for (let i = 0; i < r.ids.length; i++) stored.set(r.ids[i], { tag: r.tags[i], bytes: r.docs[i] });
-    for (const [id, op] of overlay.ops.get(coll) ?? []) {
-      if (op === null) stored.delete(id);
-      else stored.set(id, op);
-    }
+    const ops = overlay.ops.get(coll) ?? new Map();
+    // Filtered as decoded, and each document's bytes let go once decoded:
+    // only the matches are held, not every document twice over.
     const rows = [];
-    for (const [id, op] of stored) rows.push({ id, doc: this.#decode(id, op.tag, op.bytes) });
+    const keep = (id, tag, bytes) => {
+      const doc = this.#decode(id, tag, bytes);
+      if (matches(p, doc)) rows.push({ id, doc });
+    };
+    if (!overlay.clear) {
+      for (let i = 0; i < r.ids.length; i++) {
+        if (ops.has(r.ids[i])) continue; // the uncommitted write wins
+        keep(r.ids[i], r.tags[i], r.docs[i]);
+        r.docs[i] = null;
+      }
+    }
+    for (const [id, op] of ops) if (op !== null) keep(id, op.tag, op.bytes);
     return evaluate(p, rows).map((row) => row.doc);
   }
 

@@ -204,8 +204,13 @@ function holds(c, v) {
  * @param {Plan} p
  * @param {{ id: string, doc: unknown }[]} rows
  */
+/** Whether `doc` meets every condition of plan `p`. */
+function matches(p, doc) {
+  return p.conds.every((c) => holds(c, valueIn(doc, c)));
+}
+
 function evaluate(p, rows) {
-  const kept = rows.filter((r) => p.conds.every((c) => holds(c, valueIn(r.doc, c))));
+  const kept = rows.filter((r) => matches(p, r.doc));
   const sign = p.desc ? -1 : 1;
   const keyed = kept.map((r) => ({ r, k: p.order === null ? null : valueIn(r.doc, p.order) }));
   keyed.sort((a, b) => sign * (compareValues(a.k, b.k) || compareText(a.r.id, b.r.id)));
@@ -213,4 +218,4 @@ function evaluate(p, rows) {
   return p.limit === undefined ? out : out.slice(0, p.limit);
 }
 
-module.exports = { plan, nativeConds, evaluate, compareText, compareValues };
+module.exports = { plan, nativeConds, matches, evaluate, compareText, compareValues };
