@@ -1,8 +1,9 @@
 'use strict';
 // Node side: runs workerd on a config written by ./build.js, waits until it
-// answers HTTP (with the deployment's own readiness token, so another server
-// on the port is not mistaken for it), and stops it. One workerd process per call; stop() sends
-// SIGTERM and, after a grace period, SIGKILL; kill() is the crash.
+// answers HTTP with the deployment's own readiness token (./ready.js: another
+// server on the port is not mistaken for it), and stops it. One workerd
+// process per call; stop() sends SIGTERM and, after a grace period, SIGKILL;
+// kill() is the crash.
 const { spawn } = require('node:child_process');
 const net = require('node:net');
 const path = require('node:path');
