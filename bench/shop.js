@@ -29,6 +29,20 @@ const { renderTable, formatNumber, formatRatio } = require('./table');
 const { lineChart } = require('./chart');
 const { slowSyncEnv } = require('./slowsync');
 
+/** CPU time (user + system) a process has used, in ms, from /proc; null where there is none. */
+function cpuMs(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime, fields 14 and 15 of the line (11 and 12 after the name), in clock ticks.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on. */
+const CLOCK_TICKS = 100;
+
 /** No counters from a server in another process. */
 const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
 
@@ -48,7 +62,19 @@ async function drive(script, args, { customers, seconds, env }) {
     // seconds (durable-workers ~350 → ~1,000 journeys/s over three, workerd
     // ~170 → ~200 over one); two seconds of it puts each near its steady rate.
     await runLoad({ url: msg.url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
-    return await runLoad({ url: msg.url, host: REMOTE, customers, seconds });
+    // CPU time of the serving process (workerd's own, for workerd) and of this
+    // driver over the measured window: whether a system computes or waits.
+    const pid = msg.pid ?? child.pid;
+    const server0 = cpuMs(pid);
+    const driver0 = process.cpuUsage();
+    const started = performance.now();
+    const r = await runLoad({ url: msg.url, host: REMOTE, customers, seconds });
+    const wallMs = performance.now() - started;
+    const server1 = cpuMs(pid);
+    const driver = process.cpuUsage(driver0);
+    r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
+    r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
+    return r;
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
@@ -103,10 +129,19 @@ function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
       (slowMs > 0 ? `on the emulated ${slowMs} ms device (+${slowMs} ms per fsync)` : `device ${formatNumber(device.syncsPerSec)} syncs/s`),
     '',
     renderTable(
-      ['system', 'journeys/s', 'p50', 'p99', 'ratio'],
-      rows.map((r) => [r.name, formatNumber(r.journeysPerSec), `${formatNumber(r.p50)} ms`, `${formatNumber(r.p99)} ms`, formatRatio(r.journeysPerSec / base)]),
-      ['left', 'right', 'right', 'right', 'right'],
+      ['system', 'journeys/s', 'p50', 'p99', 'server CPU', 'driver CPU', 'ratio'],
+      rows.map((r) => [
+        r.name,
+        formatNumber(r.journeysPerSec),
+        `${formatNumber(r.p50)} ms`,
+        `${formatNumber(r.p99)} ms`,
+        r.serverCpu == null ? '–' : `${Math.round(r.serverCpu * 100)}%`,
+        r.driverCpu == null ? '–' : `${Math.round(r.driverCpu * 100)}%`,
+        formatRatio(r.journeysPerSec / base),
+      ]),
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
+    'CPU: of one core over the measured window (100% = one core busy throughout); the driver is this process, checking every answer.',
     ...curveTable,
   ].join('\n');
 }
