@@ -9,6 +9,7 @@
 const { decode } = require('./codec');
 const { toColumn, ValueWriter } = require('./schema');
 const { fromNative } = require('./errors');
+const { unpackRows } = require('./rows');
 
 /** Documents read per trip while filling. */
 const PAGE = 1000;
@@ -29,7 +30,7 @@ async function backfill(native, collections, needs, who) {
     let after;
     try {
       for (;;) {
-        const page = await native.query({ kind: 'scan', collection, after, limit: PAGE });
+        const page = unpackRows(await native.query({ kind: 'scan', collection, after, limit: PAGE }));
         for (let i = 0; i < page.ids.length; i++) {
           const id = page.ids[i];
           const doc = decode(page.tags[i], page.docs[i], () => `${who}, collection ${decl.name}, document ${JSON.stringify(id)}`);

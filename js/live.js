@@ -20,6 +20,7 @@ const { runIn, frameFor } = require('./chain');
 const { clone } = require('./codec');
 const { fromNative, label } = require('./errors');
 const { backfill } = require('./backfill');
+const { unpackRows } = require('./rows');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
@@ -72,7 +73,7 @@ class LiveWorker extends QueuedWorker {
     const write = (changes) => commits.submit((id) => native.write(id, changes));
     const storage = {
       write,
-      query: (q) => native.query(q),
+      query: (q) => native.query(q).then(unpackRows),
       // The catalog row first, then the file (see NativeWorker.register).
       create: (changes) => native.register().then(() => write(changes)),
     };

@@ -154,13 +154,53 @@ pub struct QueryJs {
     pub overlay: Option<DocChangesJs>,
 }
 
-/// Documents read, as parallel arrays; `count` for a count.
+/// Documents read, as parallel arrays; `count` for a count. The documents'
+/// bytes are one buffer, document `i` ending at `ends[i]` (starting where the
+/// one before ends): one allocation for a read of 100,000 documents instead
+/// of 100,000, each with a finalizer for the garbage collector to run.
 #[napi(object)]
 pub struct QueryResult {
     pub ids: Vec<String>,
     pub tags: Vec<u32>,
-    pub docs: Vec<Buffer>,
+    pub bytes: Buffer,
+    pub ends: Vec<u32>,
     pub count: f64,
+}
+
+/// A read's rows packed as [`QueryResult`] carries them, built off the JS thread.
+struct Packed {
+    ids: Vec<String>,
+    tags: Vec<u32>,
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+    count: i64,
+}
+
+fn pack(rows: Vec<docs::DocRow>, count: i64) -> Result<Packed> {
+    let total: usize = rows.iter().map(|r| r.doc.len()).sum();
+    if u32::try_from(total).is_err() {
+        return Err(Error::Shared {
+            context: "read documents".into(),
+            detail: format!(
+                "{total} bytes of documents; one read returns at most 4 GiB (use limit)"
+            ),
+        });
+    }
+    let mut out = Packed {
+        ids: Vec::with_capacity(rows.len()),
+        tags: Vec::with_capacity(rows.len()),
+        bytes: Vec::with_capacity(total),
+        ends: Vec::with_capacity(rows.len()),
+        count,
+    };
+    for r in rows {
+        out.ids.push(r.id);
+        out.tags.push(r.tag);
+        out.bytes.extend_from_slice(&r.doc);
+        // Fits: the total was checked above.
+        out.ends.push(out.bytes.len() as u32);
+    }
+    Ok(out)
 }
 
 /// Named alarms as parallel arrays: set (`names`, `ats` and `scheduled` in
@@ -418,19 +458,14 @@ fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Result<Read> {
     })
 }
 
-fn to_query_result(rows: Vec<docs::DocRow>, count: i64) -> QueryResult {
-    let mut out = QueryResult {
-        ids: Vec::with_capacity(rows.len()),
-        tags: Vec::with_capacity(rows.len()),
-        docs: Vec::with_capacity(rows.len()),
-        count: count as f64,
-    };
-    for r in rows {
-        out.ids.push(r.id);
-        out.tags.push(r.tag);
-        out.docs.push(r.doc.into());
+fn to_query_result(p: Packed) -> QueryResult {
+    QueryResult {
+        ids: p.ids,
+        tags: p.tags,
+        bytes: p.bytes.into(),
+        ends: p.ends,
+        count: p.count as f64,
     }
-    out
 }
 
 /// Called on the JS thread when a commit ends: `(id, code, message)`, with an
@@ -920,9 +955,9 @@ impl NativeWorker {
                 .counters
                 .docs_read
                 .fetch_add(out.0.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            Ok(out)
+            pack(out.0, out.1)
         });
-        promise(env, fut, |(rows, count)| to_query_result(rows, count))
+        promise(env, fut, to_query_result)
     }
 
     /// Fills declared `fields` of collection `collection` for the documents

@@ -52,7 +52,8 @@ function storageFor(key) {
     write: (cid, changes) => post({ op: 'write', key, cid, changes }),
     close: (cid) => post({ op: 'closeFile', key, cid }),
     destroy: () => rpc(key, 'destroy', []),
-    query: (q) => rpc(key, 'query', [q]).then((r) => ({ ...r, docs: r.docs.map(buf) })),
+    // Packed as the addon returns it (../rows.js unpacks); the bytes arrive as a Uint8Array.
+    query: (q) => rpc(key, 'query', [q]).then((r) => ({ ...r, bytes: buf(r.bytes) })),
     backfill: (...args) => rpc(key, 'backfill', args),
   };
 }
