@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 
 use std::future::Future;
 
-use napi::bindgen_prelude::{Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{
+    AsyncTask, Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown,
+};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Task;
 use napi::{Env, Status};
 use napi_derive::napi;
 use parking_lot::Mutex;
@@ -168,7 +171,7 @@ pub struct QueryResult {
 }
 
 /// A read's rows packed as [`QueryResult`] carries them, built off the JS thread.
-struct Packed {
+pub struct Packed {
     ids: Vec<String>,
     tags: Vec<u32>,
     bytes: Vec<u8>,
@@ -465,6 +468,66 @@ fn to_query_result(p: Packed) -> QueryResult {
         bytes: p.bytes.into(),
         ends: p.ends,
         count: p.count as f64,
+    }
+}
+
+/// A collection read on the libuv pool: one hop from the JS thread and one
+/// back. Through tokio (a task, then the blocking pool, then the task again)
+/// it took two more, each a wake-up of a sleeping thread.
+pub struct QueryTask {
+    worker: Arc<Worker>,
+    ci: usize,
+    read: Read,
+    overlay: DocChanges,
+    /// The error `compute` met, turned into a coded JS error in `reject`
+    /// (which has the `Env` that needs).
+    failed: Option<Error>,
+}
+
+impl QueryTask {
+    fn run(&self) -> Result<Packed> {
+        let w = &self.worker;
+        let schema = w.schema();
+        let out = w.read(|conn, tables| {
+            let c = schema.get(self.ci)?;
+            docs::with_overlay(conn, schema, tables, &self.overlay, |t| match &self.read {
+                Read::Find(q) => Ok((docs::find(conn, c, t, q)?, 0)),
+                Read::Count(conds) => Ok((Vec::new(), docs::count(conn, c, t, conds)?)),
+                Read::Get(id) => Ok((docs::get(conn, c, t, id)?.into_iter().collect(), 0)),
+                Read::Scan(after, limit) => {
+                    Ok((docs::scan(conn, c, t, after.as_deref(), *limit)?, 0))
+                }
+            })
+        })?;
+        w.engine()
+            .counters
+            .docs_read
+            .fetch_add(out.0.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        pack(out.0, out.1)
+    }
+}
+
+impl Task for QueryTask {
+    type Output = Packed;
+    type JsValue = QueryResult;
+
+    fn compute(&mut self) -> napi::Result<Packed> {
+        self.run().map_err(|e| {
+            let plain = napi::Error::from_reason(e.to_string());
+            self.failed = Some(e);
+            plain
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: Packed) -> napi::Result<QueryResult> {
+        Ok(to_query_result(output))
+    }
+
+    fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<QueryResult> {
+        Err(match self.failed.take() {
+            Some(e) => to_js(&env, &e),
+            None => err,
+        })
     }
 }
 
@@ -918,14 +981,10 @@ impl NativeWorker {
     }
 
     /// Reads a collection, with the worker's uncommitted writes (`overlay`)
-    /// applied for the read only. Runs on the blocking pool, in turn with the
-    /// worker's commits.
-    #[napi]
-    pub fn query<'env>(
-        &self,
-        env: &'env Env,
-        mut q: QueryJs,
-    ) -> napi::Result<PromiseRaw<'env, QueryResult>> {
+    /// applied for the read only. Runs on the libuv pool, in turn with the
+    /// worker's commits (its connection's lock).
+    #[napi(ts_return_type = "Promise<QueryResult>")]
+    pub fn query(&self, env: &Env, mut q: QueryJs) -> napi::Result<AsyncTask<QueryTask>> {
         let w = self.inner.clone();
         let schema = w.schema();
         let ci = q.collection as usize;
@@ -938,26 +997,13 @@ impl NativeWorker {
             Some(o) => to_doc_changes(env, schema, o)?,
             None => DocChanges::default(),
         };
-        let fut = blocking(move || {
-            let schema = w.schema();
-            let out = w.read(|conn, tables| {
-                let c = schema.get(ci)?;
-                docs::with_overlay(conn, schema, tables, &overlay, |t| match &read {
-                    Read::Find(q) => Ok((docs::find(conn, c, t, q)?, 0)),
-                    Read::Count(conds) => Ok((Vec::new(), docs::count(conn, c, t, conds)?)),
-                    Read::Get(id) => Ok((docs::get(conn, c, t, id)?.into_iter().collect(), 0)),
-                    Read::Scan(after, limit) => {
-                        Ok((docs::scan(conn, c, t, after.as_deref(), *limit)?, 0))
-                    }
-                })
-            })?;
-            w.engine()
-                .counters
-                .docs_read
-                .fetch_add(out.0.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            pack(out.0, out.1)
-        });
-        promise(env, fut, to_query_result)
+        Ok(AsyncTask::new(QueryTask {
+            worker: w,
+            ci,
+            read,
+            overlay,
+            failed: None,
+        }))
     }
 
     /// Fills declared `fields` of collection `collection` for the documents
