@@ -17,19 +17,9 @@
 // object's writes are confirmed.
 const { hostOf } = require('durable-workers/cloudflare');
 const { Cart, Inventory } = require('../shop/cart');
+// The same answers to errors and bodies as the Node server.
+const { MAX_BODY, answerFor, bodyTooLarge, parseBody, errorBody: error } = require('../shop/http-errors');
 
-/** A request body larger than this is refused: a cart line is a few dozen bytes. */
-const MAX_BODY = 64 * 1024;
-
-/** How each DurableError code reads over HTTP (as in examples/shop/server.js). */
-const STATUS = {
-  ERR_DURABLE_BUSY: 503,
-  ERR_DURABLE_CLOSED: 503,
-  ERR_DURABLE_ID: 400,
-  ERR_DURABLE_NAME: 400,
-  ERR_DURABLE_STATE_TOO_LARGE: 413,
-  ERR_DURABLE_UNCLONEABLE: 400,
-};
 
 async function fetch(request, env) {
   try {
@@ -64,40 +54,16 @@ async function handle(request, env) {
 
 async function readJson(request) {
   const text = await request.text();
-  if (new TextEncoder().encode(text).length > MAX_BODY) throw Object.assign(new Error(`the body is over ${MAX_BODY} bytes`), { status: 413, code: 'BODY_TOO_LARGE' });
-  let body;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw Object.assign(new Error('the body is not valid JSON'), { status: 400, code: 'BAD_JSON' });
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Object.assign(new Error('the body must be a JSON object'), { status: 400, code: 'BAD_JSON' });
-  return body;
+  if (new TextEncoder().encode(text).length > MAX_BODY) throw bodyTooLarge();
+  return parseBody(text);
 }
 
 function fail(err) {
-  let status;
-  let code;
-  if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) {
-    code = err.code;
-    status = STATUS[code] ?? 500;
-  } else if (err instanceof URIError) {
-    [status, code] = [400, 'BAD_URL'];
-  } else if (err instanceof TypeError || err instanceof RangeError) {
-    // Thrown by Cart's own checks; Durable Object RPC keeps the error's type.
-    [status, code] = [400, 'BAD_REQUEST'];
-  } else {
-    status = err?.status ?? 500;
-    code = status === 500 ? 'INTERNAL' : err.code;
-  }
+  const { status, code } = answerFor(err);
   if (status === 500) console.error(err);
   const res = send(status, error(code, err?.message ?? String(err)));
   if (status === 503) res.headers.set('retry-after', '1');
   return res;
-}
-
-function error(code, message) {
-  return { error: { code, message } };
 }
 
 function send(status, body) {

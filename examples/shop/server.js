@@ -13,24 +13,8 @@
 const http = require('node:http');
 const { open } = require('durable-workers');
 const { Cart } = require('./cart');
+const { MAX_BODY, answerFor, bodyTooLarge, parseBody, errorBody: error } = require('./http-errors');
 
-/** A request body larger than this is refused: a cart line is a few dozen bytes. */
-const MAX_BODY = 64 * 1024;
-
-/**
- * How each DurableError code reads over HTTP. The ones a client can cause or
- * retry get a 4xx or 503; the rest are the server's fault.
- */
-/** @type {Record<string, number>} */
-const STATUS = {
-  ERR_DURABLE_BUSY: 503, // the customer's mailbox is full: retry later
-  ERR_DURABLE_CLOSED: 503, // shutting down
-  ERR_DURABLE_SHARD_LOST: 503,
-  ERR_DURABLE_ID: 400, // the id in the URL is not usable (too long, say)
-  ERR_DURABLE_NAME: 400,
-  ERR_DURABLE_STATE_TOO_LARGE: 413,
-  ERR_DURABLE_UNCLONEABLE: 400,
-};
 
 /**
  * Opens the durable host in `dir` and serves the shop on 127.0.0.1.
@@ -115,19 +99,10 @@ async function readJson(req) {
   const chunks = [];
   for await (const chunk of req) {
     size += chunk.length;
-    if (size > MAX_BODY) throw Object.assign(new Error(`the body is over ${MAX_BODY} bytes`), { status: 413, code: 'BODY_TOO_LARGE' });
+    if (size > MAX_BODY) throw bodyTooLarge();
     chunks.push(chunk);
   }
-  let body;
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw Object.assign(new Error('the body is not valid JSON'), { status: 400, code: 'BAD_JSON' });
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw Object.assign(new Error('the body must be a JSON object'), { status: 400, code: 'BAD_JSON' });
-  }
-  return body;
+  return parseBody(Buffer.concat(chunks).toString('utf8'));
 }
 
 /**
@@ -136,33 +111,11 @@ async function readJson(req) {
  * @param {any} err whatever was thrown
  */
 function fail(res, err) {
-  let status;
-  let code;
-  if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) {
-    // Switch on the code, not on instanceof: codes are the stable contract.
-    code = err.code;
-    status = STATUS[code] ?? 500;
-  } else if (err instanceof URIError) {
-    [status, code] = [400, 'BAD_URL'];
-  } else if (err instanceof TypeError || err instanceof RangeError) {
-    // Thrown by Cart's own checks; it reaches us as the same kind of error.
-    [status, code] = [400, 'BAD_REQUEST'];
-  } else {
-    status = err?.status ?? 500;
-    code = status === 500 ? 'INTERNAL' : err.code;
-  }
+  const { status, code } = answerFor(err);
   if (status === 500) console.error(err);
   if (res.headersSent) return res.destroy();
   if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, error(code, err?.message ?? String(err)));
-}
-
-/**
- * @param {string} code
- * @param {string} message
- */
-function error(code, message) {
-  return { error: { code, message } };
 }
 
 /**
