@@ -17,22 +17,15 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
-const { loadManifest, resolveRef } = require('../../peek/manifest');
+const { loadManifest, resolveRef, deepFreeze } = require('../../peek/manifest');
 const { credentialReader, credentialEnvName } = require('../../peek/credentials');
-const { parseSchedule } = require('../../peek/schedule-spec');
 const { remoteStore } = require('../../peek/store-remote');
 const { WsHub } = require('../../peek/channel-ws');
 const { codes, peekError, toPlainError, fromPlainError } = require('../../peek/errors');
+const { commonOptions, schedulerDeclaration, scheduleInterval } = require('../../peek/adapter-common');
 const wire = require('../wire');
 const { bundle, writeConfig } = require('./build');
 const { WorkerdRealm } = require('./realm-client');
-
-const MIN_INTERVAL_MS = 1000;
-
-function stderrLog({ level, worker, args }) {
-  const text = args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ');
-  process.stderr.write(`[${worker}] ${level}: ${text}\n`);
-}
 
 /** Manifest paths from a list of paths and directories (<dir>/*.json and <dir>/<name>/manifest.json). */
 function manifestPaths(workers) {
@@ -70,13 +63,7 @@ function cloudflareAdapter(options = {}) {
 
   const declares = deepFreeze({
     name: 'cloudflare-workerd',
-    scheduler: {
-      atLeastOnce: true,
-      retriesOnFailure: o.retries === 0 ? 'none' : o.retries,
-      catchesUpMissedRuns: true,
-      minIntervalMs: MIN_INTERVAL_MS,
-      precisionMs: o.precisionMs,
-    },
+    scheduler: schedulerDeclaration(o),
     run: {
       maxWallClockMs: o.maxWallClockMs,
       // Local workerd enforces no CPU or memory limit (Cloudflare: 30 s CPU
@@ -299,8 +286,7 @@ function cloudflareAdapter(options = {}) {
 
     async ensureSchedule(ref, spec) {
       const manifest = resolveRef(ref);
-      const intervalMs = parseSchedule(spec, `ensureSchedule(${manifest.name})`);
-      if (intervalMs < MIN_INTERVAL_MS) throw peekError(codes.SCHEDULE, `${manifest.name}: ${spec} is more often than this adapter's minimum interval (${MIN_INTERVAL_MS} ms)`);
+      const intervalMs = scheduleInterval(manifest, spec);
       await ready();
       const res = await admin(`/peek/schedule/${encodeURIComponent(manifest.name)}`, { method: 'PUT', body: JSON.stringify({ manifestPath: manifest.manifestPath, spec: spec.trim(), intervalMs }) });
       if (!res.ok) throw peekError(codes.SCHEDULE, `${manifest.name}: workerd answered ${res.status}: ${await res.text()}`);
@@ -369,37 +355,23 @@ function cloudflareAdapter(options = {}) {
 }
 
 function checkOptions(options) {
-  if (options === null || typeof options !== 'object') throw new TypeError('cloudflareAdapter(options): options must be an object');
+  const common = commonOptions('cloudflareAdapter', options);
   if (typeof options.dir !== 'string' || options.dir.length === 0) throw new TypeError('cloudflareAdapter({ dir }) is required: where the deployment is built and workerd keeps its data');
   if (options.workers === undefined) throw new TypeError('cloudflareAdapter({ workers }) is required: the manifests (or directories of them) to deploy');
-  const positive = (name, v, dflt) => {
-    if (v === undefined) return dflt;
-    if (!Number.isInteger(v) || v <= 0 || v > 2 ** 31 - 1) throw new RangeError(`cloudflareAdapter({ ${name} }): must be a positive integer below 2^31, got ${v}`);
-    return v;
-  };
-  const retries = options.retries ?? 3;
-  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new RangeError(`cloudflareAdapter({ retries }): an integer from 0 to 20, got ${retries}`);
   if (options.url !== undefined && !/^https?:\/\//.test(options.url)) throw new TypeError('cloudflareAdapter({ url }): must be an http(s) URL');
-  if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('cloudflareAdapter({ log }): must be a function (record) => void');
-  const store = options.store ?? {};
   return {
     dir: path.resolve(options.dir),
     workers: options.workers,
     url: options.url?.replace(/\/+$/, ''),
-    port: options.port === undefined ? undefined : positive('port', options.port),
-    maxWallClockMs: positive('maxWallClockMs', options.maxWallClockMs, 15 * 60_000),
-    precisionMs: positive('precisionMs', options.precisionMs, 2000),
-    retries,
+    port: options.port === undefined ? undefined : common.positive('port', options.port),
+    maxWallClockMs: common.maxWallClockMs,
+    precisionMs: common.precisionMs,
+    retries: common.retries,
     allowLocalNetwork: options.allowLocalNetwork ?? false,
-    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file },
-    store: { user: store.user ?? 'local', profile: store.profile ?? 'default' },
-    log: options.log ?? stderrLog,
+    credentials: common.credentials,
+    store: common.store,
+    log: common.log,
   };
-}
-
-function deepFreeze(o) {
-  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
-  return Object.freeze(o);
 }
 
 module.exports = { cloudflareAdapter, manifestPaths };

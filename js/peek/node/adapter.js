@@ -11,27 +11,11 @@ const { peekWorkerClass } = require('./schedules');
 const { PeekStore, embeddedStore } = require('../store-embedded');
 const { remoteStore } = require('../store-remote');
 const { credentialReader, credentialEnvName } = require('../credentials');
-const { parseSchedule } = require('../schedule-spec');
 const { resolveRef, deepFreeze } = require('../manifest');
 const { Bus } = require('../channel-bus');
 const { WsHub } = require('../channel-ws');
 const { codes, peekError, fromPlainError } = require('../errors');
-
-const MIN_INTERVAL_MS = 1000;
-
-/** The default sink: one line per record on stderr. */
-function stderrLog({ level, worker, args }) {
-  const text = args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' ');
-  process.stderr.write(`[${worker}] ${level}: ${text}\n`);
-}
-
-function safeJson(v) {
-  try {
-    return JSON.stringify(v);
-  } catch {
-    return String(v);
-  }
-}
+const { commonOptions, schedulerDeclaration, scheduleInterval } = require('../adapter-common');
 
 /**
  * @param {import('../../../peek').NodeAdapterOptions} [options]
@@ -58,13 +42,7 @@ function nodeAdapter(options = {}) {
 
   const declares = deepFreeze({
     name: 'node',
-    scheduler: {
-      atLeastOnce: true,
-      retriesOnFailure: o.retries === 0 ? 'none' : o.retries,
-      catchesUpMissedRuns: true,
-      minIntervalMs: MIN_INTERVAL_MS,
-      precisionMs: o.precisionMs,
-    },
+    scheduler: schedulerDeclaration(o),
     run: {
       maxWallClockMs: o.maxWallClockMs,
       maxCpuMs: 'unbounded',
@@ -134,8 +112,7 @@ function nodeAdapter(options = {}) {
 
     async ensureSchedule(ref, spec) {
       const manifest = resolveRef(ref);
-      const intervalMs = parseSchedule(spec, `ensureSchedule(${manifest.name})`);
-      if (intervalMs < MIN_INTERVAL_MS) throw peekError(codes.SCHEDULE, `${manifest.name}: ${spec} is more often than this adapter's minimum interval (${MIN_INTERVAL_MS} ms)`);
+      const intervalMs = scheduleInterval(manifest, spec);
       return (await workerStub(manifest.name)).setSchedule({ manifestPath: manifest.manifestPath, spec: spec.trim(), intervalMs });
     },
 
@@ -209,16 +186,9 @@ function nodeAdapter(options = {}) {
 }
 
 function checkOptions(options) {
-  if (options === null || typeof options !== 'object') throw new TypeError('nodeAdapter(options): options must be an object');
-  const positive = (name, v, dflt) => {
-    if (v === undefined) return dflt;
-    // 2^31 - 1 ms (about 24.8 days) is the longest a timer can wait.
-    if (!Number.isInteger(v) || v <= 0 || v > 2 ** 31 - 1) throw new RangeError(`nodeAdapter({ ${name} }): must be a positive integer below 2^31, got ${v}`);
-    return v;
-  };
+  const common = commonOptions('nodeAdapter', options);
+  const { positive } = common;
   const dir = options.dir === undefined ? undefined : path.resolve(String(options.dir));
-  const retries = options.retries ?? 3;
-  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new RangeError(`nodeAdapter({ retries }): an integer from 0 to 20, got ${retries}`);
   const store = options.store ?? {};
   if (store.remoteUrl !== undefined && !/^https?:\/\//.test(store.remoteUrl)) throw new TypeError('nodeAdapter({ store: { remoteUrl } }): must be an http(s) URL');
   if (options.channelUrl !== undefined && !/^wss?:\/\//.test(options.channelUrl)) throw new TypeError('nodeAdapter({ channelUrl }): must be a ws:// or wss:// URL');
@@ -226,7 +196,6 @@ function checkOptions(options) {
   if (headers !== undefined && (headers === null || typeof headers !== 'object' || Object.values(headers).some((v) => typeof v !== 'string'))) {
     throw new TypeError('nodeAdapter({ channelHeaders }): an object of header names to string values');
   }
-  if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('nodeAdapter({ log }): must be a function (record) => void');
   const id = (name) => {
     const v = options[name];
     if (v === undefined) return undefined;
@@ -239,18 +208,18 @@ function checkOptions(options) {
   return {
     dir,
     memoryMb: positive('memoryMb', options.memoryMb, 128),
-    maxWallClockMs: positive('maxWallClockMs', options.maxWallClockMs, 15 * 60_000),
-    precisionMs: positive('precisionMs', options.precisionMs, 2000),
-    retries,
+    maxWallClockMs: common.maxWallClockMs,
+    precisionMs: common.precisionMs,
+    retries: common.retries,
     spares: warm ? spares : 0,
     uid: id('uid'),
     gid: id('gid'),
-    credentials: { envPrefix: options.credentials?.envPrefix ?? 'PEEK_CREDENTIAL_', file: options.credentials?.file, values: options.credentials?.values },
-    store: { user: store.user ?? 'local', profile: store.profile ?? 'default', remoteUrl: store.remoteUrl },
+    credentials: { ...common.credentials, values: options.credentials?.values },
+    store: { ...common.store, remoteUrl: store.remoteUrl },
     channelUrl: options.channelUrl,
     channelHeaders: headers === undefined ? undefined : { ...headers },
     channelBackoff: options.channelBackoff ?? {},
-    log: options.log ?? stderrLog,
+    log: common.log,
   };
 }
 
