@@ -11,34 +11,17 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const readline = require('node:readline');
-const { spawn } = require('node:child_process');
 const { nodeAdapter } = require('durable-workers/peek');
 const { tmpDir } = require('./helpers/tmp');
+const { serve } = require('./helpers/peek');
 const { until, sleep } = require('./helpers/poll');
 
-const BIN = path.join(__dirname, '..', 'bin', 'durable-workers.js');
 const INTERVAL = 2000;
 
-/** Starts `peek serve` on `dir`; collects its JSON lines; SIGKILLed at teardown if still running. */
-function serve(t, dir, state) {
-  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', dir, '--json', '--state', state], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines = [];
-  let stderr = '';
-  readline.createInterface({ input: proc.stdout }).on('line', (l) => {
-    try {
-      lines.push({ ...JSON.parse(l), at: Date.now() });
-    } catch {
-      stderr += `${l}\n`;
-    }
-  });
-  proc.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  const runs = () => lines.filter((l) => l.event === 'run' && l.worker === 'tick');
-  return { proc, lines, runs, exited, stderr: () => stderr };
+/** `peek serve` on `dir` with its state in `state`, and the runs of worker tick it reports. */
+function serveTick(t, dir, state) {
+  const p = serve(t, dir, ['--state', state]);
+  return { ...p, runs: () => p.lines.filter((l) => l.event === 'run' && l.worker === 'tick') };
 }
 
 /** The stored schedule, read from the state directory by an adapter that fires nothing (no start()). */
@@ -63,7 +46,7 @@ test.serial('a supervisor down across three due times runs the schedule once at 
   const state = path.join(dir, 'state');
 
   // Up: the schedule runs at least once, then a clean stop.
-  const a = serve(t, workers, state);
+  const a = serveTick(t, workers, state);
   await until(() => a.runs().length >= 1, 30_000, () => `a scheduled run; stderr: ${a.stderr()}`);
   a.proc.kill('SIGTERM');
   t.deepEqual(await a.exited, { code: 0, signal: null }, a.stderr());
@@ -81,7 +64,7 @@ test.serial('a supervisor down across three due times runs the schedule once at 
 
   // Up again: wait for two runs of slots after the restart. A replay of
   // the other missed slots would come before them (they are due earlier).
-  const b = serve(t, workers, state);
+  const b = serveTick(t, workers, state);
   await until(() => b.runs().filter((r) => r.trigger.scheduledFor >= restart).length >= 2, 30_000, () => `two runs after the restart; stderr: ${b.stderr()}`);
   b.proc.kill('SIGTERM');
   t.deepEqual(await b.exited, { code: 0, signal: null }, b.stderr());

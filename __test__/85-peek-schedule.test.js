@@ -8,14 +8,11 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const readline = require('node:readline');
-const { spawn } = require('node:child_process');
 const { codes } = require('durable-workers/peek');
 const { tmpDir } = require('./helpers/tmp');
-const { worker, setup: peekSetup } = require('./helpers/peek');
+const { worker, setup: peekSetup, serve } = require('./helpers/peek');
 const { until } = require('./helpers/poll');
 
-const BIN = path.join(__dirname, '..', 'bin', 'durable-workers.js');
 
 /** The shared setup, but log records are dropped and each run event is kept with the time it was seen (`at`). */
 function setup(t, options = {}) {
@@ -78,26 +75,6 @@ test.serial('a failed scheduled run is retried with the same scheduledFor, then 
   t.true(first.every((r) => !r.result.ok));
   t.true(first[2].at - first[0].at >= 2900, 'retries wait 1 s, then 2 s');
 });
-
-/** Starts `peek serve` on `dir`; collects its JSON lines; SIGKILLed at teardown if still running. */
-function serve(t, dir, extra = []) {
-  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', dir, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines = [];
-  let stderr = '';
-  readline.createInterface({ input: proc.stdout }).on('line', (l) => {
-    try {
-      lines.push(JSON.parse(l));
-    } catch {
-      stderr += `${l}\n`;
-    }
-  });
-  proc.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  return { proc, lines, exited, stderr: () => stderr };
-}
 
 test.serial('a supervisor SIGKILLed mid-run runs the same slot again after a restart (at least once)', async (t) => {
   const dir = tmpDir(t);

@@ -4,6 +4,8 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
+const readline = require('node:readline');
+const { spawn } = require('node:child_process');
 const { createWorkerHost, nodeAdapter } = require('durable-workers/peek');
 const { tmpDir } = require('./tmp');
 
@@ -43,4 +45,52 @@ async function httpServer(t, handler) {
   return `http://127.0.0.1:${server.address().port}`;
 }
 
-module.exports = { worker, setup, command, httpServer };
+const BIN = path.join(__dirname, '..', '..', 'bin', 'durable-workers.js');
+
+/**
+ * Starts the real `durable-workers peek serve <dir> --json ...extra`; collects
+ * its JSON lines, each stamped with `at` (when it was read); SIGKILLed at
+ * teardown if still running.
+ */
+function serve(t, dir, extra = []) {
+  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', dir, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = [];
+  let stderr = '';
+  readline.createInterface({ input: proc.stdout }).on('line', (l) => {
+    try {
+      lines.push({ ...JSON.parse(l), at: Date.now() });
+    } catch {
+      stderr += `${l}\n`;
+    }
+  });
+  proc.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  return { proc, lines, exited, stderr: () => stderr };
+}
+
+/** An object's leaf paths ('scheduler.precisionMs', ...). */
+function leaves(o, prefix = '') {
+  return Object.entries(o).flatMap(([k, v]) => (v && typeof v === 'object' ? leaves(v, `${prefix}${k}.`) : [`${prefix}${k}`]));
+}
+
+/** A conformance report passed: every assertion (1–8) and every declaration, and no declared field went unchecked. */
+function assertConformant(t, report, declares, why = '') {
+  const failed = [...report.assertions, ...report.declarations].filter((r) => !r.ok);
+  t.deepEqual(failed, [], why);
+  t.deepEqual(
+    report.assertions.map((a) => a.id),
+    [1, 2, 3, 4, 5, 6, 7, 8],
+  );
+  const checked = new Set(report.declarations.flatMap((d) => d.field.split(', ')));
+  t.deepEqual(
+    leaves(declares).filter((f) => !checked.has(f)),
+    [],
+    'no declared field goes unchecked',
+  );
+  t.true(report.ok);
+}
+
+module.exports = { worker, setup, command, httpServer, serve, assertConformant };
