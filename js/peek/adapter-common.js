@@ -1,7 +1,8 @@
 'use strict';
 // What the platform adapters (node/adapter.js, ../cloudflare/peek/adapter.js)
 // share: the options every adapter takes, the scheduler part of their
-// declarations, the shortest schedule they run, and the default log sink.
+// declarations, the shortest schedule they run, the check of openChannel's
+// arguments, and the default log sink.
 const { parseSchedule } = require('./schedule-spec');
 const { codes, peekError } = require('./errors');
 
@@ -69,4 +70,14 @@ function scheduleInterval(manifest, spec) {
   return intervalMs;
 }
 
-module.exports = { MIN_INTERVAL_MS, stderrLog, commonOptions, schedulerDeclaration, scheduleInterval };
+/** openChannel's arguments, checked; returns the topics. */
+function channelTopics(subscription, onMessage) {
+  const topics = subscription?.topics ?? [];
+  if (!Array.isArray(topics) || topics.some((t) => typeof t !== 'string' || t.length === 0)) {
+    throw new TypeError('openChannel({ topics }, onMessage): topics must be an array of non-empty strings');
+  }
+  if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
+  return topics;
+}
+
+module.exports = { MIN_INTERVAL_MS, stderrLog, commonOptions, schedulerDeclaration, scheduleInterval, channelTopics };

@@ -22,7 +22,7 @@ const { credentialReader, credentialEnvName } = require('../../peek/credentials'
 const { remoteStore } = require('../../peek/store-remote');
 const { WsHub } = require('../../peek/channel-ws');
 const { codes, peekError, toPlainError, fromPlainError } = require('../../peek/errors');
-const { commonOptions, schedulerDeclaration, scheduleInterval } = require('../../peek/adapter-common');
+const { commonOptions, schedulerDeclaration, scheduleInterval, channelTopics } = require('../../peek/adapter-common');
 const wire = require('../wire');
 const { bundle, writeConfig } = require('./build');
 const { WorkerdRealm } = require('./realm-client');
@@ -310,11 +310,7 @@ function cloudflareAdapter(options = {}) {
     },
 
     async openChannel(subscription, onMessage) {
-      const topics = subscription?.topics ?? [];
-      if (!Array.isArray(topics) || topics.some((t) => typeof t !== 'string' || t.length === 0)) {
-        throw new TypeError('openChannel({ topics }, onMessage): topics must be an array of non-empty strings');
-      }
-      if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
+      const topics = channelTopics(subscription, onMessage);
       await ready();
       hub ??= new WsHub(`${wsBase()}/peek/channel`, { log, headers: { authorization: `Bearer ${deployment.adminToken}` } });
       return hub.open(topics, onMessage);

@@ -15,7 +15,7 @@ const { resolveRef, deepFreeze } = require('../manifest');
 const { Bus } = require('../channel-bus');
 const { WsHub } = require('../channel-ws');
 const { codes, peekError, fromPlainError } = require('../errors');
-const { commonOptions, schedulerDeclaration, scheduleInterval } = require('../adapter-common');
+const { commonOptions, schedulerDeclaration, scheduleInterval, channelTopics } = require('../adapter-common');
 
 /**
  * @param {import('../../../peek').NodeAdapterOptions} [options]
@@ -143,11 +143,7 @@ function nodeAdapter(options = {}) {
     },
 
     async openChannel(subscription, onMessage) {
-      const topics = subscription?.topics ?? [];
-      if (!Array.isArray(topics) || topics.some((t) => typeof t !== 'string' || t.length === 0)) {
-        throw new TypeError('openChannel({ topics }, onMessage): topics must be an array of non-empty strings');
-      }
-      if (typeof onMessage !== 'function') throw new TypeError('openChannel({ topics }, onMessage): onMessage must be a function');
+      const topics = channelTopics(subscription, onMessage);
       return channels().open(topics, onMessage);
     },
 
