@@ -6,6 +6,7 @@
 // driver (examples/shop/load.js, which checks every answer) in this one.
 //
 //   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE] [--slow-ms M]
+//   node bench/shop.js --ramp S     journeys/s in each of the first S seconds of a fresh server, no warm-up
 //
 // With --slow-ms, every server runs under the slow-sync shim (bench/slowsync:
 // M ms added to every fsync), the emulated slow device of bench/run.js.
@@ -46,50 +47,80 @@ const CLOCK_TICKS = 100;
 /** No counters from a server in another process. */
 const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
 
-/**
- * Starts a server script that sends { url } over IPC, runs the load against
- * it, and stops it.
- */
-async function drive(script, args, { customers, seconds, env }) {
+/** Starts a server script that sends { url } over IPC, hands it to `use`, and stops it. */
+async function withServer(script, args, env, use) {
   const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
   try {
     const [msg] = await Promise.race([
       once(child, 'message'),
       once(child, 'exit').then(([code]) => Promise.reject(new Error(`${path.basename(script)} exited with ${code} before serving`))),
     ]);
-    // A warm-up first, not counted: shards start, workerd compiles, files
-    // exist, both sides' JIT settles. Every system climbs for its first
-    // seconds (durable-workers ~350 → ~1,000 journeys/s over three, workerd
-    // ~170 → ~200 over one); two seconds of it puts each near its steady rate.
-    await runLoad({ url: msg.url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
-    // CPU time of the serving process (workerd's own, for workerd) and of this
-    // driver over the measured window: whether a system computes or waits.
-    const pid = msg.pid ?? child.pid;
-    const server0 = cpuMs(pid);
-    const driver0 = process.cpuUsage();
-    const started = performance.now();
-    const r = await runLoad({ url: msg.url, host: REMOTE, customers, seconds });
-    const wallMs = performance.now() - started;
-    const server1 = cpuMs(pid);
-    const driver = process.cpuUsage(driver0);
-    r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
-    r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
-    return r;
+    return await use(msg.url, msg.pid ?? child.pid);
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
   }
 }
 
-async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], slowMs = 0 } = {}) {
-  const env = slowMs > 0 ? slowSyncEnv(slowMs) : process.env;
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
-  const systems = [
+/** Runs the load against a fresh server, after a warm-up, with the CPU both sides used. */
+function drive(script, args, { customers, seconds, env }) {
+  return withServer(script, args, env, async (url, pid) => {
+    // A warm-up first, not counted: shards start, workerd compiles, files
+    // exist, both sides' JIT settles. Every system climbs for its first
+    // seconds (`--ramp` prints it: durable-workers ~350 → ~1,000 journeys/s
+    // over three, workerd ~170 → ~200 over one); two seconds of it puts each
+    // near its steady rate.
+    await runLoad({ url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
+    // CPU time of the serving process (workerd's own, for workerd) and of this
+    // driver over the measured window: whether a system computes or waits.
+    const server0 = cpuMs(pid);
+    const driver0 = process.cpuUsage();
+    const started = performance.now();
+    const r = await runLoad({ url, host: REMOTE, customers, seconds });
+    const wallMs = performance.now() - started;
+    const server1 = cpuMs(pid);
+    const driver = process.cpuUsage(driver0);
+    r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
+    r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
+    return r;
+  });
+}
+
+/** Journeys/s in each of the first `seconds` one-second windows of a fresh server: the climb the warm-up skips. */
+function ramp(script, args, { customers, seconds, env }) {
+  return withServer(script, args, env, async (url) => {
+    const out = [];
+    for (let i = 0; i < seconds; i++) out.push((await runLoad({ url, host: REMOTE, customers, seconds: 1 })).journeysPerSec);
+    return out;
+  });
+}
+
+/** [name, server script, extra arguments] of each system measured. */
+function systemsOf(shards) {
+  return [
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
     ['durable-workers', path.join(__dirname, 'shop', 'durable-server.js'), []],
     [`durable-workers, ${shards} shards`, path.join(__dirname, 'shop', 'durable-server.js'), [String(shards)]],
     ['durable-workers on local workerd (Durable Objects)', path.join(__dirname, 'shop', 'workerd-server.js'), []],
   ];
+}
+
+/** The ramp of every system: journeys/s per second from a cold start. */
+async function measureRamp({ customers = 32, seconds = 8, shards = 2 } = {}) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
+  try {
+    const rows = [];
+    for (const [name, script, extra] of systemsOf(shards)) rows.push([name, await ramp(script, [path.join(root, String(rows.length)), ...extra], { customers, seconds, env: process.env })]);
+    return rows;
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], slowMs = 0 } = {}) {
+  const env = slowMs > 0 ? slowSyncEnv(slowMs) : process.env;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
+  const systems = systemsOf(shards);
   try {
     const device = measureDeviceSync({ dir: path.join(root, 'device'), seconds: 1 });
     const rows = [];
@@ -166,8 +197,18 @@ async function main() {
       svg: { type: 'string' },
       json: { type: 'string' },
       'slow-ms': { type: 'string', default: '0' },
+      ramp: { type: 'string' },
     },
   });
+  if (values.ramp !== undefined) {
+    const seconds = Number(values.ramp);
+    const rows = await measureRamp({ customers: Number(values.customers), seconds, shards: Number(values.shards) });
+    console.log(`Shop over node:http from a cold start: journeys/s in each second, ${values.customers} customers, no warm-up`);
+    console.log('');
+    const cols = Array.from({ length: seconds }, (_, i) => `${i + 1} s`);
+    console.log(renderTable(['system', ...cols], rows.map(([name, xs]) => [name, ...xs.map(formatNumber)]), ['left', ...cols.map(() => 'right')]));
+    return;
+  }
   const curve = values.curve === '' ? [] : values.curve.split(',').map(Number);
   const r = await measure({
     customers: Number(values.customers),
