@@ -40,6 +40,8 @@ class ImportScan {
   #resolve;
   #fallback;
   #seen = new Set();
+  /** url → the real file's URL: every require() hands its file here, most of them seen before. */
+  #real = new Map();
   #hooked = false;
 
   /**
@@ -81,7 +83,9 @@ class ImportScan {
   }
 
   #walk(url, added) {
-    const stack = [realURL(url)];
+    let real = this.#real.get(url);
+    if (real === undefined) this.#real.set(url, (real = realURL(url)));
+    const stack = [real];
     while (stack.length) {
       const at = stack.pop();
       if (this.#seen.has(at)) continue;
