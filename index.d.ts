@@ -64,7 +64,8 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_NOT_INDEXED'
   | 'ERR_DURABLE_TYPE'
   | 'ERR_DURABLE_CLOSED'
-  | 'ERR_DURABLE_IO';
+  | 'ERR_DURABLE_IO'
+  | 'ERR_DURABLE_NO_ADDON';
 
 /** The codes, by short name. */
 export const codes: Readonly<{
@@ -83,6 +84,7 @@ export const codes: Readonly<{
   TYPE: 'ERR_DURABLE_TYPE';
   CLOSED: 'ERR_DURABLE_CLOSED';
   IO: 'ERR_DURABLE_IO';
+  NO_ADDON: 'ERR_DURABLE_NO_ADDON';
 }>;
 
 /** Every error this package throws. Switch on `code`, not on the class. */

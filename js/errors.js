@@ -20,6 +20,7 @@ const codes = Object.freeze({
   TYPE: 'ERR_DURABLE_TYPE',
   CLOSED: 'ERR_DURABLE_CLOSED',
   IO: 'ERR_DURABLE_IO',
+  NO_ADDON: 'ERR_DURABLE_NO_ADDON',
 });
 
 class DurableError extends Error {

@@ -7,6 +7,7 @@
 // directory, 3 a process owns it (ERR_DURABLE_LOCKED) and 4 it is not one.
 // One command a line, so adding one is a one-line change.
 const COMMANDS = [
+  require('./build-addon'),
   require('./conformance'),
   require('./inspect'),
   require('./peek'),

@@ -1,0 +1,56 @@
+'use strict';
+// Which native build this process needs, named the way napi-rs names them:
+// `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, `win32-x64-msvc`. The
+// name picks the file a source build writes (native/durable-workers.<t>.node)
+// and the platform package npm installs (durable-workers-<t>).
+const fs = require('node:fs');
+const path = require('node:path');
+
+const PACKAGE_ROOT = path.join(__dirname, '..');
+
+/** Whether this Linux runs on musl rather than glibc. */
+function isMusl() {
+  // The report's header names the glibc it runs on; musl has none. Reading
+  // ldd first is cheaper than a report, and as reliable where it exists.
+  try {
+    const ldd = fs.readFileSync('/usr/bin/ldd', 'latin1');
+    if (ldd.includes('musl')) return true;
+    if (ldd.includes('GNU C Library')) return false;
+  } catch {
+    // no ldd (a minimal image): ask the report
+  }
+  return !process.report?.getReport?.().header?.glibcVersionRuntime;
+}
+
+/**
+ * The napi-rs name of the build this process loads.
+ * @param {{ platform?: string, arch?: string, musl?: boolean }} [of] another platform's (for tests and tooling)
+ * @returns {string}
+ */
+function triple(of = {}) {
+  const platform = of.platform ?? process.platform;
+  const arch = of.arch ?? process.arch;
+  if (platform === 'linux') return `linux-${arch}-${(of.musl ?? isMusl()) ? 'musl' : 'gnu'}`;
+  if (platform === 'win32') return `win32-${arch}-msvc`;
+  return `${platform}-${arch}`;
+}
+
+/** @param {string} t a triple @returns {string} where a source build of the package puts it */
+function sourceBuildPath(t) {
+  return path.join(PACKAGE_ROOT, 'native', `durable-workers.${t}.node`);
+}
+
+/** @param {string} t a triple @returns {string} the npm package carrying that build */
+function platformPackage(t) {
+  return `durable-workers-${t}`;
+}
+
+/** The platform packages this version of the package lists, by triple. */
+function publishedTriples() {
+  const pkg = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8'));
+  return Object.keys(pkg.optionalDependencies ?? {})
+    .filter((name) => name.startsWith('durable-workers-'))
+    .map((name) => name.slice('durable-workers-'.length));
+}
+
+module.exports = { PACKAGE_ROOT, triple, isMusl, sourceBuildPath, platformPackage, publishedTriples };
