@@ -8,17 +8,11 @@ const path = require('node:path');
 
 const PACKAGE_ROOT = path.join(__dirname, '..');
 
-/** Whether this Linux runs on musl rather than glibc. */
+/** Whether this process runs on musl rather than glibc. */
 function isMusl() {
-  // The report's header names the glibc it runs on; musl has none. Reading
-  // ldd first is cheaper than a report, and as reliable where it exists.
-  try {
-    const ldd = fs.readFileSync('/usr/bin/ldd', 'latin1');
-    if (ldd.includes('musl')) return true;
-    if (ldd.includes('GNU C Library')) return false;
-  } catch {
-    // no ldd (a minimal image): ask the report
-  }
+  // The report names the glibc this process runs on; musl has none. Asking
+  // the process rather than /usr/bin/ldd: a musl Node can run on a glibc
+  // system (and the reverse), and the addon must match the process.
   return !process.report?.getReport?.().header?.glibcVersionRuntime;
 }
 
