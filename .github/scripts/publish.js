@@ -6,7 +6,7 @@
 //
 //   node .github/scripts/publish.js <tarballs.json> [--dry-run]
 //
-// <tarballs.json> is what `node scripts/pack.js` printed: the tarballs' paths,
+// <tarballs.json> is what `node scripts/pack.js --json` printed: the tarballs' paths,
 // as an array or an object holding them, from the checkout's root. Each tarball's own package.json says
 // what it is. Refuses to publish when the main package's version is not the
 // tag's (on a tag: GITHUB_REF_NAME, `v` + version), when a version differs between
