@@ -84,6 +84,12 @@ pub fn configure(
          PRAGMA wal_autocheckpoint=100;"
     ))
     .map_err(|e| Error::sqlite("configure", path, e))?;
+    // On macOS fsync leaves data in the drive's cache; only F_FULLFSYNC makes
+    // a commit survive power loss, which is what `durability: 'full'` promises.
+    if cfg!(target_os = "macos") && matches!(durability, Durability::Full) {
+        conn.execute_batch("PRAGMA fullfsync=ON; PRAGMA checkpoint_fullfsync=ON;")
+            .map_err(|e| Error::sqlite("configure", path, e))?;
+    }
     // Collection reads build a statement per query shape; keep more of them.
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
