@@ -36,7 +36,7 @@ test.serial('a network import three modules deep is refused before any of the gr
   t.false(fs.existsSync(marker), 'no module of the graph was evaluated');
 });
 
-test.serial("a package's module is walked through its exports map, and an imports map onto net is seen through", async (t) => {
+test.serial("a package's module is walked through its exports map, and an imports map onto net is seen through, imported or import()ed", async (t) => {
   const { dir, host } = setup(t);
   files(dir, {
     'node_modules/chatty/package.json': { name: 'chatty', type: 'module', exports: { '.': { require: './no.cjs', import: './esm/index.js' } } },
@@ -45,6 +45,8 @@ test.serial("a package's module is walked through its exports map, and an import
     'mapped/package.json': { type: 'module', imports: { '#socket': 'net' } },
     'mapped/w.js': `import net from '#socket';\nexport default async () => typeof net;\n`,
     'mapped/w.json': { name: 'mapped', worker: { url: 'w.js' } },
+    'mapped/later.js': `export default async () => { try { await import('#socket'); return 'loaded'; } catch (err) { return err.message; } };\n`,
+    'mapped/later.json': { name: 'later', worker: { url: 'later.js' } },
   });
   const pkg = await host.run(worker(dir, 'pkg', `import chatty from 'chatty';\nexport default async () => typeof chatty;\n`), command());
   t.is(pkg.error?.code, codes.IMPORT_REFUSED);
@@ -52,6 +54,12 @@ test.serial("a package's module is walked through its exports map, and an import
   const mapped = await host.run(path.join(dir, 'mapped', 'w.json'), command());
   t.is(mapped.error?.code, codes.IMPORT_REFUSED);
   t.regex(mapped.error.message, /import of "#socket" \(node:net\) refused \(imported by file:.*mapped\/w\.js\)/);
+  // Node's resolve hooks see the name the module wrote: where they refuse
+  // (module.registerHooks from 22.15, module.register's loader thread
+  // before), what it resolves to is checked too.
+  const later = await host.run(path.join(dir, 'mapped', 'later.json'), command());
+  t.true(later.ok, later.error?.message);
+  t.regex(later.value, /import of "#socket" \(node:net\) refused \(imported by file:.*mapped\/later\.js\)/);
 });
 
 test.serial('an ES module loaded by require() is walked; import() with a computed name is still refused when it runs', async (t) => {

@@ -19,10 +19,15 @@ let scan = null; // Node < 22.15: the walk of the worker's graph (prescan.js)
 let resolver = null; // and Node's resolver it walks with, once loaded
 if (typeof Module.registerHooks === 'function') {
   // Node ≥ 22.15 / 23.5: synchronous hooks in this thread see both.
+  // The specifier is checked, then what it resolves to: a package's
+  // "imports" map may name net under a name of its own ("#socket": "net").
   Module.registerHooks({
     resolve(specifier, context, nextResolve) {
-      if (isRefused(specifier)) throw refusal(specifier, context.parentURL, context.conditions?.includes('require') ? 'require' : 'import');
-      return nextResolve(specifier, context);
+      const how = context.conditions?.includes('require') ? 'require' : 'import';
+      if (isRefused(specifier)) throw refusal(specifier, context.parentURL, how);
+      const resolved = nextResolve(specifier, context);
+      if (isRefused(resolved.url)) throw refusal(specifier, context.parentURL, how, resolved.url);
+      return resolved;
     },
   });
 } else {

@@ -14,5 +14,8 @@ const { isRefused, refusal } = createRequire(import.meta.url)('./refused.js');
 
 export async function resolve(specifier, context, nextResolve) {
   if (isRefused(specifier)) throw refusal(specifier, context.parentURL, 'import');
-  return nextResolve(specifier, context);
+  // A package's "imports" map may name net under a name of its own.
+  const resolved = await nextResolve(specifier, context);
+  if (isRefused(resolved.url)) throw refusal(specifier, context.parentURL, 'import', resolved.url);
+  return resolved;
 }
