@@ -105,6 +105,24 @@ test.serial('a graph of allowed modules, builtins, a package and JSON runs; a mi
   t.not(missing.error.code, codes.IMPORT_REFUSED);
 });
 
+// Which of the two the run's process uses is decided by the Node line:
+// module.registerHooks arrived in 22.15 and 23.5. Every test above passes by
+// either; this one says which it was, so a line that lost (or gained) the
+// hooks cannot pass them by the other unnoticed.
+test.serial('the refusal is module.registerHooks from Node 22.15 / 23.5 and the walk before: the run says which', async (t) => {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  const hooks = major > 23 || (major === 23 && minor >= 5) || (major === 22 && minor >= 15);
+  t.is(typeof require('node:module').registerHooks === 'function', hooks, `Node ${process.versions.node}`);
+  const { dir, host } = setup(t);
+  const r = await host.run(
+    worker(dir, 'which', `export default async () => ({ hooks: typeof process.getBuiltinModule('node:module').registerHooks, resolveFlag: process.execArgv.includes('--experimental-import-meta-resolve') });\n`),
+    command(),
+  );
+  t.true(r.ok, r.error?.message);
+  // The walk resolves with import.meta.resolve's parent argument, behind a flag; the hooks need none.
+  t.deepEqual(r.value, hooks ? { hooks: 'function', resolveFlag: false } : { hooks: 'undefined', resolveFlag: true });
+});
+
 // The walk itself, in this process: when it calls for the loader hooks (time,
 // never the refusal) and when it must not (the whole point of it).
 const { ImportScan } = require('../js/peek/node/prescan');
