@@ -1,6 +1,8 @@
 'use strict';
 // Calls that would wait on themselves are refused, not left to hang.
 const test = require('ava');
+const fs = require('node:fs');
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { open, DurableWorker } = require('..');
 const { tmpDir } = require('./helpers/tmp');
 
@@ -37,6 +39,30 @@ class B extends DurableWorker {
   }
   ping() {
     return 'B';
+  }
+}
+
+/** Calls itself from code a call left behind: each must still carry the call's chain. */
+class Later extends DurableWorker {
+  self() {
+    return this.ctx.get(Later, this.id).ping();
+  }
+  async afterAddon() {
+    this.state.set('x', 1);
+    await this.state.sync(); // a promise the addon resolves
+    return this.self();
+  }
+  timer() {
+    return new Promise((resolve, reject) => setTimeout(() => this.self().then(resolve, reject), 1));
+  }
+  ioCallback() {
+    return new Promise((resolve, reject) => fs.stat(__filename, () => this.self().then(resolve, reject)));
+  }
+  streamEvent() {
+    return new Promise((resolve, reject) => fs.createReadStream(__filename).once('data', () => this.self().then(resolve, reject)));
+  }
+  ping() {
+    return 'pong';
   }
 }
 
@@ -77,4 +103,22 @@ test('two requests that would wait on each other across workers: the closing cal
   t.is(err.code, 'ERR_DURABLE_CYCLE');
   t.regex(err.message, /B "b" → A "a" → B "b"/);
   t.is(await r1, 'B');
+});
+
+// The chain is an AsyncLocalStorage (js/chain.js). Node 24 builds it on
+// AsyncContextFrame instead of async hooks (--no-async-context-frame or
+// --experimental-async-context-frame switch it), a different mechanism for
+// the same promise: the chain follows a call into whatever it leaves behind.
+test('the chain follows a call through an awaited addon promise, a timer, an I/O callback and a stream event, on this line’s AsyncLocalStorage', async (t) => {
+  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  const major = Number(process.versions.node.split('.')[0]);
+  const frames = flags.includes('--no-async-context-frame') ? false : major >= 24 || flags.includes('--experimental-async-context-frame');
+  // _propagate is how the async-hooks implementation hands a store to a new resource; the frame-based one has none.
+  t.is(typeof AsyncLocalStorage.prototype._propagate !== 'function', frames, `Node ${process.versions.node}: AsyncLocalStorage on ${frames ? 'AsyncContextFrame' : 'async hooks'}`);
+  const h = await host(t);
+  for (const method of ['afterAddon', 'timer', 'ioCallback', 'streamEvent']) {
+    const err = await t.throwsAsync(h.get(Later, method)[method](), undefined, method);
+    t.is(err.code, 'ERR_DURABLE_CYCLE', method);
+    t.regex(err.message, new RegExp(`Later "${method}" → Later "${method}"`), method);
+  }
 });
