@@ -182,6 +182,18 @@ test('a shard module that throws while loading fails the call with its error', a
   t.regex(err.message, /shard-throws\.js.*needs the main thread/);
 });
 
+test('a shards module written as an ES module runs on a shard (require(esm), unflagged from Node 20.19 and 22.12)', async (t) => {
+  t.true(process.features.require_module, `Node ${process.versions.node} loads an ES module with require()`);
+  const module = path.join(FIXTURES, 'shard-workers.mjs');
+  const { EsmCounter } = await import(module);
+  const host = await open({ dir: tmpDir(t), shards: { count: 1, module } });
+  t.teardown(() => host.close());
+  const first = await host.get(EsmCounter, 'e').add(2);
+  t.is(first.n, 2);
+  t.not(first.threadId, require('node:worker_threads').threadId, 'it ran on a shard');
+  t.is((await host.get(EsmCounter, 'e').add(3)).n, 5);
+});
+
 test('bad shard options are refused by name', async (t) => {
   const dir = tmpDir(t);
   await t.throwsAsync(open({ dir, shards: { count: 0, module: MODULE } }), { instanceOf: RangeError, message: /shards\.count/ });
