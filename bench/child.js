@@ -36,13 +36,15 @@ const TAIL_CHARS = 2000;
  * @param {NodeJS.ProcessEnv} [o.env] environment of the child
  * @param {number} [o.timeoutMs=60000] the child is killed after this long
  * @param {number} [o.exitGraceMs=2000] how long a child may take to exit on its own after answering
+ * @param {string} [o.execPath] the node binary to run it on (another Node line); this one by default
  * @returns {Promise<ScenarioResult>}
  */
-function runInChild({ module, scenario, opts = {}, env = process.env, timeoutMs = 60_000, exitGraceMs = 2000 }) {
+function runInChild({ module, scenario, opts = {}, env = process.env, timeoutMs = 60_000, exitGraceMs = 2000, execPath = process.execPath }) {
   const modulePath = path.resolve(__dirname, module);
   return new Promise((resolve) => {
     const child = fork(__filename, [modulePath, scenario, JSON.stringify(opts)], {
       env,
+      execPath,
       execArgv: ['--expose-gc'],
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -5,7 +5,8 @@
 // scenarios again on an emulated slow (5 ms per sync) device, then alarm
 // lateness (bench/alarms.js), hibernating sockets (bench/sockets.js),
 // collections, shards, the Peek host, and the shop over node:http against
-// better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg).
+// better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg),
+// then the shop and in-process calls on Node 20 and 24 side by side (bench/lines.js).
 //
 //   node bench/run.js [--quick] [--json]
 //
@@ -338,11 +339,11 @@ async function main() {
     cleanup();
   }
   // Alarms and sockets have no baseline to compare with: their own scripts, in children.
-  const script = (name, args) => {
+  const script = (name, args, timeout = 300_000) => {
     try {
-      return execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, name), ...args], { encoding: 'utf8', timeout: 300_000 }).trim();
+      return execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, name), ...args], { encoding: 'utf8', timeout }).trim();
     } catch (err) {
-      return `${name} failed: ${String(err.stderr || err.message).trim().split('\n')[0]}`;
+      return `${name} failed: ${String(err.stderr || err.message).trim().split('\n').find((l) => !l.startsWith('… ')) ?? err.message}`;
     }
   };
   const alarms = script('alarms.js', ['--workers', flags.quick ? '1000' : '10000']);
@@ -371,6 +372,9 @@ async function main() {
   } catch {
     // As above.
   }
+  // Each line's own better-sqlite3 is compiled on the first run (about a minute a line), hence the longer bound.
+  progress('Node lines: the shop and in-process calls on Node 20 and 24 (bench/lines.js; the first run builds better-sqlite3 for each)');
+  const nodeLines = script('lines.js', ['--seconds', flags.quick ? '0.5' : '2'], 900_000);
   const elapsed = (Date.now() - started) / 1000;
 
   const footnotes = new Footnotes();
@@ -402,7 +406,7 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', slowShop, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
+  lines.push(shop, '', slowShop, '', nodeLines, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

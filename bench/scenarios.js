@@ -96,6 +96,34 @@ function defineScenarios(openSystem) {
       });
     },
 
+    /**
+     * (c') `await worker.read()` in a loop: one read in flight, nothing to
+     * wait for on disk, so what it measures is the cost of a call itself (for
+     * durable-workers: stub, mailbox, the call-chain frame, the addon).
+     */
+    async serialRead({ dir, seconds, rounds }) {
+      return withSystem({ dir }, async (system) => {
+        const worker = system.worker('c');
+        await worker.incr();
+        const latencies = [];
+        let wrong = 0;
+        const r = await timed({
+          seconds,
+          rounds,
+          step: async () => {
+            const t = performance.now();
+            if ((await worker.read()) !== 1) wrong++;
+            latencies.push(performance.now() - t);
+            return 1;
+          },
+        });
+        latencies.sort((a, b) => a - b);
+        const result = rateResult(r, 'calls/s', { p50us: percentile(latencies, 50) * 1000, p99us: percentile(latencies, 99) * 1000 });
+        if (wrong) warn(result, `${wrong} reads did not return the stored value 1`);
+        return result;
+      });
+    },
+
     /** (c) `width` concurrent `read()` calls on one written worker, repeated. */
     async read({ dir, seconds, rounds, width = DEFAULTS.width }) {
       return withSystem({ dir }, async (system) => {

@@ -47,9 +47,13 @@ const CLOCK_TICKS = 100;
 /** No counters from a server in another process. */
 const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
 
-/** Starts a server script that sends { url } over IPC, hands it to `use`, and stops it. */
-async function withServer(script, args, env, use) {
-  const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
+/**
+ * Starts a server script that sends { url } over IPC, hands it to `use`, and
+ * stops it. With `execPath`, the server runs on that node binary (another
+ * Node line, bench/lines.js) without this process's flags.
+ */
+async function withServer(script, args, env, use, execPath) {
+  const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env, ...(execPath ? { execPath, execArgv: [] } : {}) });
   try {
     const [msg] = await Promise.race([
       once(child, 'message'),
@@ -63,14 +67,14 @@ async function withServer(script, args, env, use) {
 }
 
 /** Runs the load against a fresh server, after a warm-up, with the CPU both sides used. */
-function drive(script, args, { customers, seconds, env }) {
+function drive(script, args, { customers, seconds, env, execPath }) {
   return withServer(script, args, env, async (url, pid) => {
     // A warm-up first, not counted: shards start, workerd compiles, files
     // exist, both sides' JIT settles. Every system climbs for its first
     // seconds (`--ramp` prints it: durable-workers ~350 → ~1,000 journeys/s
     // over three, workerd ~170 → ~200 over one); two seconds of it puts each
     // near its steady rate.
-    await runLoad({ url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
+    const warm = await runLoad({ url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
     // CPU time of the serving process (workerd's own, for workerd) and of this
     // driver over the measured window: whether a system computes or waits.
     const server0 = cpuMs(pid);
@@ -82,8 +86,9 @@ function drive(script, args, { customers, seconds, env }) {
     const driver = process.cpuUsage(driver0);
     r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
     r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
+    r.warmupJourneysPerSec = warm.journeysPerSec;
     return r;
-  });
+  }, execPath);
 }
 
 /** Journeys/s in each of the first `seconds` one-second windows of a fresh server: the climb the warm-up skips. */
@@ -235,4 +240,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { measure, report, chart };
+module.exports = { measure, report, chart, drive };

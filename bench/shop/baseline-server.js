@@ -7,10 +7,13 @@
 // change is on disk, as in the shop.
 //
 //   node bench/shop/baseline-server.js <dir>     prints { url } as JSON, serves until killed
+//
+// DW_BENCH_BETTER_SQLITE3 names another better-sqlite3 directory to load: a
+// build for the Node line this server runs on (bench/lines.js).
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const Database = require('better-sqlite3');
+const Database = require(process.env.DW_BENCH_BETTER_SQLITE3 || 'better-sqlite3');
 
 /** Open databases, least recently used first: at most 128, like the shop's maxLive. */
 const MAX_OPEN = 128;
