@@ -26,9 +26,15 @@ function cannotSwitchUser() {
   return null;
 }
 
-/** Whether uid 65534 can execute `node` and require `file` with it. */
-function nobodyCanRun(node, file) {
-  return spawnSync(node, ['-e', `require(${JSON.stringify(file)})`], { uid: NOBODY, gid: NOBODY, stdio: 'ignore' }).status === 0;
+/**
+ * Why uid 65534 cannot execute `node` and require `file` with it, or null
+ * when it can. It runs in `cwd`: Node 24 reads the package.json scope of the
+ * working directory for -e, and fails where it may not.
+ */
+function whyNobodyCannot(node, file, cwd) {
+  const r = spawnSync(node, ['-e', `require(${JSON.stringify(file)})`], { cwd, uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (r.status === 0) return null;
+  return r.error?.message ?? r.stderr.trim().split('\n').find((l) => /Error|denied/.test(l)) ?? `exit code ${r.status}`;
 }
 
 /** The directory npm installed `name` in, as seen from `from` (Node's lookup, without resolving exports). */
@@ -76,7 +82,7 @@ let made = null;
  */
 function readableInstall() {
   if (made !== null) return made;
-  require(ROOT); // loads the addon, whose path the supervisor is given
+  require(path.join(ROOT, 'js', 'native')); // loads the addon, whose path the supervisor is given
   const addon = Object.keys(require.cache).find((f) => f.endsWith('.node'));
   if (addon === undefined) throw new Error('the package loaded no .node file');
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-nobody-'));
@@ -87,15 +93,14 @@ function readableInstall() {
   openUp(root);
   const probe = path.join(root, 'js', 'peek', 'node', 'refused.js');
   let node = process.execPath;
-  const nodeCopied = !nobodyCanRun(node, probe);
+  const nodeCopied = whyNobodyCannot(node, probe, root) !== null;
   if (nodeCopied) {
     node = path.join(root, 'node');
     fs.copyFileSync(process.execPath, node);
     fs.chmodSync(node, 0o755);
   }
-  if (!nobodyCanRun(node, probe)) {
-    throw new Error(`uid ${NOBODY} cannot run ${node} on ${probe} even from a copy: can it reach ${os.tmpdir()}?`);
-  }
+  const why = whyNobodyCannot(node, probe, root);
+  if (why !== null) throw new Error(`uid ${NOBODY} cannot run ${node} on ${probe} even from a copy: ${why}`);
   made = { root, node, nodeCopied, addon };
   return made;
 }
@@ -103,8 +108,8 @@ function readableInstall() {
 /**
  * Runs `body` (the text of an async function's body, where `root` names the
  * install and `args` are `args`, on the process's command line) in a
- * supervisor process of its own, started with `install.node`; resolves with
- * what the body returns, through JSON.
+ * supervisor process of its own, started with `install.node` in
+ * `install.root`; resolves with what the body returns, through JSON.
  * @param {{ root: string, node: string, addon?: string }} install readableInstall(), or the checkout
  */
 function superviseFrom(install, body, args = []) {
@@ -112,6 +117,7 @@ function superviseFrom(install, body, args = []) {
     (async () => { ${body} })().then((v) => process.stdout.write(JSON.stringify(v)), (err) => { console.error(err); process.exit(1); });`;
   return new Promise((resolve, reject) => {
     const p = spawn(install.node, ['-e', script, ...args], {
+      cwd: install.root, // the runs inherit it
       env: install.addon === undefined ? process.env : { ...process.env, DURABLE_WORKERS_ADDON: install.addon },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
