@@ -37,9 +37,13 @@ function opened(url) {
   });
 }
 
+// Long enough that a loaded machine's pause between two messages of one test
+// never evicts by itself; hibernate() waits it out on purpose.
+const EVICT_AFTER_MS = 1500;
+
 async function nodeHost() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-node-'));
-  const options = { dir, evictAfter: 200 };
+    const options = { dir, evictAfter: EVICT_AFTER_MS };
   let host = await open(options);
   let alarms = await host.startAlarms({ classes: [fixture.Clock] });
   const server = http.createServer();
@@ -66,7 +70,7 @@ async function nodeHost() {
         host.on('evicted', on);
       });
       // Eviction is swept when work arrives: idle past evictAfter, then a call elsewhere.
-      await sleep(300);
+      await sleep(EVICT_AFTER_MS + 100);
       await host.get(fixture.Box, 'sweep').keys();
       await gone;
     },
