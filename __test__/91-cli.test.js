@@ -179,3 +179,16 @@ test('shop draws a cli-progress bar on a terminal and clears it before the figur
   t.regex(stdout.text(), /verified: [\d,]+ orders on disk/);
   t.false(stdout.text().includes('\x1b'), 'the bar stays on stderr');
 });
+
+test('build-addon: exit 2 for an argument, exit 1 saying where to get Rust when cargo is not on PATH (nothing written)', (t) => {
+  const usage = cli('build-addon', 'extra');
+  t.is(usage.status, 2);
+  t.regex(usage.stderr, /build-addon takes no arguments/);
+  const native = path.join(__dirname, '..', 'native');
+  const before = fs.existsSync(native) ? fs.readdirSync(native).sort() : [];
+  // PATH holds only node's own folder: no cargo.
+  const noCargo = spawnSync(process.execPath, [BIN, 'build-addon'], { encoding: 'utf8', env: { ...process.env, PATH: path.dirname(process.execPath) } });
+  t.is(noCargo.status, 1);
+  t.regex(noCargo.stderr, /cargo was not found on PATH; install Rust 1\.88 or newer from https:\/\/rustup\.rs/);
+  t.deepEqual(fs.existsSync(native) ? fs.readdirSync(native).sort() : [], before);
+});
