@@ -9,10 +9,27 @@
 //! be hundreds of characters long, or differ from another only in case, and none
 //! of that may reach the file system. The id is stored inside the file and
 //! checked on open, so two ids can never share a file silently.
+//!
+//! Modes (Unix): every directory the engine creates, the durable directory
+//! itself and any parent it makes included, is created [`DIR_MODE`]; every
+//! file, the worker files and catalog with their `-wal` and `-journal`, and a
+//! worker file being built (`.new`), is created [`FILE_MODE`]. Created so, not
+//! changed after: no other user can open one in between. SQLite creates its
+//! own files, so the mode of a database comes from its compile-time
+//! `SQLITE_DEFAULT_FILE_PERMISSIONS` (`.cargo/config.toml`), and SQLite gives
+//! a `-wal` or `-journal` the mode of its database. A directory that existed
+//! before is left as it is.
 
 use std::path::{Path, PathBuf};
 
 pub const REGISTRY_FILE: &str = "_registry.db";
+
+/// The mode every directory the engine creates is created with (Unix).
+pub const DIR_MODE: u32 = 0o700;
+
+/// The mode every file in a durable directory is created with (Unix): the one
+/// SQLite is built with (`SQLITE_DEFAULT_FILE_PERMISSIONS`).
+pub const FILE_MODE: u32 = 0o600;
 
 /// The path of a worker's database file.
 pub fn worker_path(dir: &Path, class: &str, id: &str) -> PathBuf {

@@ -137,3 +137,43 @@ pub fn classify_lock(e: rusqlite::Error, path: &Path) -> Error {
         _ => Error::sqlite("open", path, e),
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::layout::{self, FILE_MODE};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_bundled_sqlite_is_built_to_create_files_0600() {
+        // SAFETY: the argument is a NUL-terminated string that outlives the call.
+        let used = unsafe {
+            rusqlite::ffi::sqlite3_compileoption_used(c"DEFAULT_FILE_PERMISSIONS=0600".as_ptr())
+        };
+        assert_eq!(
+            used, 1,
+            "LIBSQLITE3_FLAGS lacks -DSQLITE_DEFAULT_FILE_PERMISSIONS=0600 (.cargo/config.toml)"
+        );
+    }
+
+    #[test]
+    fn a_created_database_and_its_wal_are_0600() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = tmp.path().join("x.db");
+        let conn = open(&path, true)?;
+        configure(&conn, &path, Durability::Full, 64)?;
+        conn.execute_batch("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+            .map_err(|e| Error::sqlite("write", &path, e))?;
+        let [wal, _, _] = layout::sidecars(&path);
+        assert!(wal.exists());
+        assert_eq!(mode(&path), FILE_MODE);
+        assert_eq!(mode(&wal), FILE_MODE);
+        Ok(())
+    }
+}

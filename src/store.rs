@@ -508,8 +508,9 @@ pub fn remove_files(path: &Path) -> Result<bool> {
     Ok(existed)
 }
 
-/// `create_dir_all`, then an fsync of each directory that gained an entry, so a
-/// new worker's path is as durable as its first commit.
+/// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each
+/// directory that gained an entry, so a new worker's path is as durable as its
+/// first commit.
 pub fn create_dirs_synced(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
@@ -523,13 +524,31 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
         missing.push(d);
         cur = d.parent();
     }
-    fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    create_private_dirs(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     for d in missing.iter().rev() {
         if let Some(parent) = d.parent() {
             sync_dir(parent)?;
         }
     }
     Ok(())
+}
+
+/// `create_dir_all`, each directory it makes created with mode
+/// [`layout::DIR_MODE`] (the umask can only take more away); the ones that
+/// exist are left as they are.
+#[cfg(unix)]
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(layout::DIR_MODE)
+        .create(dir)
+}
+
+/// Windows has no modes: a new directory inherits its parent's ACL.
+#[cfg(not(unix))]
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
 }
 
 /// Makes a directory's entries (a file created or renamed in it) durable.
@@ -671,6 +690,52 @@ mod tests {
             WorkerFile::open(&a, "Cart", "a", Durability::Full, &NONE),
             Err(Error::Corrupt { .. })
         ));
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    fn mode(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_directories_are_0700_and_an_existing_one_keeps_its_mode() -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let mine = tmp.path().join("mine");
+        fs::create_dir(&mine).map_err(|e| Error::io("mkdir", e))?;
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("chmod", e))?;
+        create_dirs_synced(&mine.join("a/b/c"))?;
+        assert_eq!(mode(&mine), 0o755);
+        for d in ["a", "a/b", "a/b/c"] {
+            assert_eq!(mode(&mine.join(d)), layout::DIR_MODE, "{d}");
+        }
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_worker_file_and_its_wal_are_0600() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "a");
+        let batch = Batch {
+            sets: vec![row("k", b"v")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "a", Durability::Full, &NONE, &batch)?;
+        assert_eq!(mode(&path), layout::FILE_MODE);
+        let mut file = WorkerFile::attach(&path, "Cart", "a", Durability::Full)?;
+        file.write(&NONE, &batch)?;
+        let [wal, _, _] = layout::sidecars(&path);
+        assert_eq!(mode(&wal), layout::FILE_MODE);
+        for d in path.ancestors().skip(1).take(2) {
+            assert_eq!(mode(d), layout::DIR_MODE, "{}", d.display());
+        }
         Ok(())
     }
 }
