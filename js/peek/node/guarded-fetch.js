@@ -2,81 +2,363 @@
 // The fetch a run sees, as globalThis.fetch and as api.network.fetch: the
 // platform fetch, allowed only to the manifest's domains, every request
 // reported (allowed or not), each one given the run's signal so a run past
-// its deadline stops issuing requests. Redirects are followed here, not by
-// the platform (redirect: 'manual'), so every hop is checked and reported:
-// an allowed host cannot send the request on to one that is not. A
-// guard-rail, not a wall: code in the same process can reach the network
-// without fetch (docs/peek.md).
-const { hostAllowed } = require('../domains');
+// its deadline stops issuing requests.
+//
+// It decides once (issue 24, item 5). The input is read once: a Request's
+// url through the platform's own getter, anything else turned into a string
+// once; that string is parsed by the platform URL, checked, and the same
+// string is what the platform Request is built from. URL, Request, Headers
+// and their getters are the platform's, taken before any worker code runs
+// (when this module loads, or, for Node's lazily loaded Request, when the
+// first guard is made: a run's process makes it before importing the
+// worker), so a worker that replaces globalThis.URL or patches a prototype
+// changes what it sees, not what the guard checks. Only the fields of `init`
+// that a fetch means are carried (never `dispatcher`).
+//
+// Addresses: a granted name that resolves to a loopback, private, link-local
+// or otherwise non-public address is refused unless that address is itself
+// granted (./fetch-policy.js); the name is resolved once per run, and on Node
+// the connection goes to that checked address and nowhere else: the request
+// carries a dispatcher of our own, an Agent of the platform's HTTP client
+// (undici, as bundled with Node) whose connect() opens the socket itself, to
+// an address the guard approved for that scheme, host and port, with no
+// second lookup. The report names the URL fetched and the address connected.
+// Where the platform has no such client (workerd), names are not resolved
+// here and the platform's outbound policy decides.
+//
+// Redirects are followed here, not by the platform (redirect: 'manual'), so
+// every hop is checked and reported: an allowed host cannot send the request
+// on to one that is not. A guard-rail, not a wall: code in the same process
+// can reach the network without fetch (docs/peek.md).
 const { codes, peekError } = require('../errors');
+const { compileGrants, hostGranted, addressGranted, normalize, parseIp } = require('./fetch-policy');
 
 /** Hops followed before giving up, as the Fetch standard does. */
 const MAX_REDIRECTS = 20;
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const isRedirect = (s) => s === 301 || s === 302 || s === 303 || s === 307 || s === 308;
 /** Headers not carried to another origin (the Fetch standard drops Authorization; cookies go too). */
-const CROSS_ORIGIN_DROP = ['authorization', 'cookie', 'proxy-authorization'];
+const CROSS_ORIGIN_DROP = Object.freeze(['authorization', 'cookie', 'proxy-authorization']);
+const BODY_HEADERS = Object.freeze(['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']);
+/** The init members a fetch means, carried to the platform's Request when given. */
+const CARRIED = Object.freeze(['cache', 'credentials', 'integrity', 'keepalive', 'mode', 'referrer', 'referrerPolicy']);
+const CONNECT_TIMEOUT_MS = 10_000;
+
+// The platform, taken now: before any worker code runs.
+const uncurry = Function.prototype.bind.bind(Function.prototype.call);
+const getOwn = Object.getOwnPropertyDescriptor;
+const getter = (proto, name) => {
+  const d = proto ? getOwn(proto, name) : undefined;
+  return d && typeof d.get === 'function' ? uncurry(d.get) : (o) => o[name];
+};
+const method = (proto, name) => {
+  const f = proto ? proto[name] : undefined;
+  return typeof f === 'function' ? uncurry(f) : (o, a, b) => o[name](a, b);
+};
+const dataProperty = (name) => {
+  const d = getOwn(globalThis, name);
+  return d && 'value' in d ? d.value : undefined;
+};
+const TypeErrorClass = TypeError;
+const PromiseClass = Promise;
+const toUpperCase = uncurry(String.prototype.toUpperCase);
+const NativeURL = globalThis.URL;
+const url = {
+  href: getter(NativeURL.prototype, 'href'),
+  protocol: getter(NativeURL.prototype, 'protocol'),
+  hostname: getter(NativeURL.prototype, 'hostname'),
+  port: getter(NativeURL.prototype, 'port'),
+  origin: getter(NativeURL.prototype, 'origin'),
+};
+const loadFetch = dataProperty('fetch');
+const abortAny = typeof AbortSignal === 'function' && typeof AbortSignal.any === 'function' ? AbortSignal.any.bind(AbortSignal) : null;
+const weakSet = { make: () => new WeakSet(), add: method(WeakSet.prototype, 'add'), has: method(WeakSet.prototype, 'has') };
+const getBuiltinModule = typeof process === 'object' && typeof process?.getBuiltinModule === 'function' ? process.getBuiltinModule.bind(process) : null;
+const UNDICI_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+
+/** Request, Headers, Response and the members the guard uses. Node loads them lazily: taken at the first guard that may fetch. */
+let web = null;
+function takeWeb() {
+  if (web !== null) return web;
+  const Request = globalThis.Request;
+  const Headers = globalThis.Headers;
+  const Response = globalThis.Response;
+  const stream = typeof ReadableStream === 'function' ? ReadableStream.prototype : null;
+  web = Object.freeze({
+    Request,
+    Headers,
+    request: {
+      url: getter(Request.prototype, 'url'),
+      method: getter(Request.prototype, 'method'),
+      headers: getter(Request.prototype, 'headers'),
+      body: getter(Request.prototype, 'body'),
+      redirect: getter(Request.prototype, 'redirect'),
+      signal: getter(Request.prototype, 'signal'),
+      clone: method(Request.prototype, 'clone'),
+      arrayBuffer: method(Request.prototype, 'arrayBuffer'),
+    },
+    headers: { get: method(Headers.prototype, 'get'), delete: method(Headers.prototype, 'delete') },
+    response: { status: getter(Response.prototype, 'status'), headers: getter(Response.prototype, 'headers'), body: getter(Response.prototype, 'body') },
+    cancel: method(stream, 'cancel'),
+  });
+  return web;
+}
+if (dataProperty('Request') !== undefined && dataProperty('Headers') !== undefined && dataProperty('Response') !== undefined) takeWeb();
 
 /**
- * @param {{ domains: string[], signal: AbortSignal, report: (r: { method: string, url: string, allowed: boolean }) => void, fetch?: typeof fetch }} options
+ * Node: the resolver, the socket openers and the Agent class of the undici
+ * that Node's fetch is (found through the global dispatcher it installs when
+ * it loads; Node exposes no Agent). Null elsewhere, or if another dispatcher
+ * replaced Node's before the first guard was made.
+ */
+let node;
+function takeNode() {
+  if (node !== undefined) return node;
+  node = null;
+  if (getBuiltinModule === null || loadFetch === undefined) return null;
+  takeWeb(); // loads Node's undici, which installs its global dispatcher
+  const dispatcher = globalThis[UNDICI_DISPATCHER];
+  const Agent = dispatcher?.constructor;
+  if (typeof Agent !== 'function' || Agent.name !== 'Agent') return null;
+  const dns = getBuiltinModule('node:dns');
+  const net = getBuiltinModule('node:net');
+  const tls = getBuiltinModule('node:tls');
+  if (!dns || !net || !tls) return null;
+  node = Object.freeze({
+    Agent,
+    lookup: dns.lookup,
+    netConnect: net.connect,
+    tlsConnect: tls.connect,
+    setTimeout: globalThis.setTimeout,
+    clearTimeout: globalThis.clearTimeout,
+  });
+  return node;
+}
+
+/** The port a URL means: its own, or its scheme's. */
+const portOf = (protocol, port) => (port === '' || port === undefined || port === null ? (protocol === 'https:' ? 443 : 80) : +port);
+/** What the connector is asked for, as the guard checked it (the platform gives IPv6 hosts without brackets). */
+const keyOf = (protocol, hostname, port) => `${protocol}//${normalize(`${hostname}`)}:${portOf(protocol, port)}`;
+
+/**
+ * @param {{
+ *   domains: string[],
+ *   signal: AbortSignal,
+ *   report: (r: { method: string, url: string, allowed: boolean, address?: string }) => void,
+ *   fetch?: typeof fetch,
+ *   lookup?: (hostname: string, callback: (err: Error | null, answers?: { address: string, family: number }[]) => void) => void,
+ * }} options  `lookup` replaces the name resolver (tests); `fetch` the platform's fetch, taken before worker code runs.
  * @returns {typeof fetch}
  */
-function guardedFetch({ domains, signal, report, fetch: platformFetch = globalThis.fetch }) {
-  const check = (method, href) => {
-    let url;
-    try {
-      url = new URL(href);
-    } catch {
-      throw new TypeError(`fetch: ${JSON.stringify(href)} is not an absolute URL`);
-    }
-    const allowed = (url.protocol === 'http:' || url.protocol === 'https:') && hostAllowed(domains, url.hostname);
-    report({ method, url: url.href, allowed });
-    if (!allowed) {
-      throw peekError(
-        codes.NETWORK_DENIED,
-        `fetch ${method} ${url.href}: ${url.hostname} is not in capabilities.network.domains (${domains.length ? domains.join(', ') : 'none granted'})`,
-      );
-    }
-    return url;
+function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetch, lookup }) {
+  const grants = compileGrants(domains);
+  const listed = domains.length ? domains.join(', ') : 'none granted';
+  const mayFetch = domains.length > 0;
+  // Taken now, in a run's process before the worker is imported; a guard that grants nothing never fetches.
+  const w = mayFetch ? takeWeb() : web;
+  const n = mayFetch ? takeNode() : null;
+  const resolver = lookup ?? (n ? (hostname, cb) => n.lookup(hostname, { all: true, verbatim: true }, cb) : null);
+  // The run's one answer per name, and what the connector may open: `${protocol}//${hostname}:${port}` → address.
+  const answers = { __proto__: null };
+  const approved = { __proto__: null };
+  const denials = weakSet.make();
+
+  const denial = (message) => {
+    const err = peekError(codes.NETWORK_DENIED, message);
+    weakSet.add(denials, err);
+    return err;
   };
 
-  return async function fetch(input, init = {}) {
-    const isRequest = typeof Request === 'function' && input instanceof Request;
-    const href = isRequest ? input.url : input instanceof URL ? input.href : String(input);
-    let method = String(init.method ?? (isRequest ? input.method : 'GET')).toUpperCase();
-    let url = check(method, href);
-    const mode = init.redirect ?? (isRequest ? input.redirect : 'follow');
-    const signals = [signal, init.signal, isRequest ? input.signal : null].filter(Boolean);
-    const runSignal = signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+  // The socket of every connection the platform opens for this guard: to the approved address, or none.
+  const connect = (opts, callback) => {
+    let done = false;
+    const finish = (err, socket) => {
+      if (done) return;
+      done = true;
+      callback(err, socket);
+    };
+    const protocol = `${opts.protocol}`;
+    const hostname = `${opts.hostname}`;
+    const port = portOf(protocol, opts.port);
+    const key = keyOf(protocol, hostname, port);
+    // The address approved, parsed and checked again here: this is the one the socket goes to.
+    const text = approved[key];
+    const ip = typeof text === 'string' ? parseIp(text) : null;
+    if (ip === null || !addressGranted(grants, hostname, ip)) {
+      report({ method: 'CONNECT', url: key, allowed: false });
+      return finish(denial(`fetch: a connection to ${key} that the guard did not check`));
+    }
+    let socket;
+    try {
+      socket =
+        protocol === 'https:'
+          ? n.tlsConnect({ host: ip.text, port, servername: parseIp(normalize(hostname)) === null ? normalize(hostname) : undefined, ALPNProtocols: ['http/1.1'] })
+          : n.netConnect({ host: ip.text, port });
+    } catch (err) {
+      return finish(err);
+    }
+    const timer = n.setTimeout(() => socket.destroy(new TypeErrorClass(`fetch: connecting to ${ip.text}:${port} timed out`)), CONNECT_TIMEOUT_MS);
+    socket.once(protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      n.clearTimeout(timer);
+      finish(null, socket);
+    });
+    socket.once('error', (err) => {
+      n.clearTimeout(timer);
+      finish(err);
+    });
+  };
+  const dispatcher = n ? new n.Agent({ connect }) : null;
 
-    // The first hop goes out as the caller made it; later hops are rebuilt
-    // from it (method, headers, body per the Fetch standard's redirect rules).
-    let request = new Request(input, { ...init, signal: runSignal, redirect: 'manual' });
+  /** The one answer for a name in this run: { ip, refused } where refused is an answer not granted. */
+  const resolve = (hostname) =>
+    new PromiseClass((done, fail) => {
+      resolver(hostname, (err, list) => {
+        if (err) return fail(new TypeErrorClass('fetch failed', { cause: err }));
+        let first = null;
+        let refused = null;
+        const count = list?.length ?? 0;
+        for (let i = 0; i < count; i++) {
+          const text = `${list[i]?.address}`;
+          const ip = parseIp(text);
+          if (first === null && ip !== null) first = ip;
+          if (refused === null && (ip === null || !addressGranted(grants, hostname, ip))) refused = ip ?? { text };
+        }
+        if (first === null && refused === null) return fail(new TypeErrorClass('fetch failed', { cause: new Error(`${hostname}: no address`) }));
+        done({ ip: first, refused });
+      });
+    });
+
+  /** Checks one hop; reports it; returns the parsed URL's parts. */
+  const check = async (method, href) => {
+    let u;
+    try {
+      u = new NativeURL(href);
+    } catch {
+      throw new TypeErrorClass(`fetch: "${href}" is not an absolute URL`);
+    }
+    const full = url.href(u);
+    const protocol = url.protocol(u);
+    const hostname = url.hostname(u);
+    const deny = (why, address) => {
+      report(address === undefined ? { method, url: full, allowed: false } : { method, url: full, allowed: false, address });
+      throw denial(`fetch ${method} ${full}: ${why}`);
+    };
+    if (protocol !== 'http:' && protocol !== 'https:') deny(`${protocol} is not http: or https:`);
+    const byName = hostGranted(grants, hostname);
+    if (byName === false) deny(`${hostname} is not in capabilities.network.domains (${listed})`);
+    let ip = null;
+    if (byName !== true) {
+      ip = byName;
+      if (!addressGranted(grants, hostname, ip)) deny(`${ip.text} is a loopback, private or reserved address, and not granted as such`, ip.text);
+    } else if (resolver !== null) {
+      let answer = answers[hostname];
+      if (answer === undefined) {
+        try {
+          answer = await resolve(hostname);
+        } catch (err) {
+          report({ method, url: full, allowed: true });
+          throw err;
+        }
+        answers[hostname] = answer;
+      }
+      if (answer.refused !== null) {
+        deny(`${hostname} resolves to ${answer.refused.text}, a loopback, private or reserved address, not granted as such`, answer.refused.text);
+      }
+      ip = answer.ip;
+    }
+    if (ip !== null) approved[keyOf(protocol, hostname, url.port(u))] = ip.text;
+    report(ip === null ? { method, url: full, allowed: true } : { method, url: full, allowed: true, address: ip.text });
+    return { href: full, origin: url.origin(u) };
+  };
+
+  const newRequest = (href, init) => {
+    if (dispatcher !== null) init.dispatcher = dispatcher;
+    return new w.Request(href, init);
+  };
+
+  return async function fetch(input, init) {
+    // The input, read once.
+    let source = null;
+    let href;
+    if (w !== null && typeof input === 'object' && input !== null) {
+      try {
+        href = w.request.url(input);
+        source = input;
+      } catch {}
+    }
+    // Nothing granted: nothing will be fetched, and the platform's Request may not be loaded; the URL is for the report.
+    if (source === null) href = w === null && typeof input?.url === 'string' ? input.url : `${input}`;
+    const given = init === undefined || init === null ? {} : init;
+    const initMethod = given.method;
+    const initHeaders = given.headers;
+    const initBody = given.body;
+    const initRedirect = given.redirect;
+    const initSignal = given.signal;
+    const initDuplex = given.duplex;
+    let method = toUpperCase(`${initMethod ?? (source !== null ? w.request.method(source) : 'GET')}`);
+    let current = await check(method, href);
+
+    const mode = `${initRedirect ?? (source !== null ? w.request.redirect(source) : 'follow')}`;
+    const signals = [signal];
+    if (initSignal !== undefined && initSignal !== null) signals[signals.length] = initSignal;
+    if (source !== null) signals[signals.length] = w.request.signal(source);
+    const runSignal = signals.length === 1 || abortAny === null ? signal : abortAny(signals);
+
+    // The first hop: the caller's method, headers and body, on the URL checked.
+    const first = { __proto__: null, method, signal: runSignal, redirect: 'manual' };
+    for (let i = 0; i < CARRIED.length; i++) {
+      const v = given[CARRIED[i]];
+      if (v !== undefined) first[CARRIED[i]] = v;
+    }
+    if (initHeaders !== undefined) first.headers = initHeaders;
+    else if (source !== null) first.headers = new w.Headers(w.request.headers(source));
+    if (initBody !== undefined) {
+      first.body = initBody;
+      if (initDuplex !== undefined) first.duplex = initDuplex;
+    } else if (source !== null && w.request.body(source) !== null) {
+      first.body = await w.request.arrayBuffer(source);
+    }
+    let request = newRequest(current.href, first);
     for (let hop = 0; ; hop++) {
-      const replay = request.body !== null ? request.clone() : null;
-      const response = await platformFetch(request);
-      if (!REDIRECTS.has(response.status) || mode === 'manual') return response;
-      const location = response.headers.get('location');
+      const replay = w.request.body(request) !== null ? w.request.clone(request) : null;
+      let response;
+      try {
+        response = await platformFetch(request);
+      } catch (err) {
+        const cause = err?.cause;
+        if (cause !== null && typeof cause === 'object' && weakSet.has(denials, cause)) throw cause;
+        throw err;
+      }
+      const status = w.response.status(response);
+      if (!isRedirect(status) || mode === 'manual') return response;
+      const location = w.headers.get(w.response.headers(response), 'location');
       if (location === null) return response;
-      if (mode === 'error') throw new TypeError(`fetch ${method} ${url.href}: redirected to ${location} (redirect: 'error')`);
-      if (hop >= MAX_REDIRECTS) throw new TypeError(`fetch ${method} ${href}: more than ${MAX_REDIRECTS} redirects`);
+      if (mode === 'error') throw new TypeErrorClass(`fetch ${method} ${current.href}: redirected to ${location} (redirect: 'error')`);
+      if (hop >= MAX_REDIRECTS) throw new TypeErrorClass(`fetch ${method} ${href}: more than ${MAX_REDIRECTS} redirects`);
       let next;
       try {
-        next = new URL(location, url);
+        next = new NativeURL(location, current.href);
       } catch {
-        throw new TypeError(`fetch ${method} ${url.href}: the redirect to ${JSON.stringify(location)} is not a URL`);
+        throw new TypeErrorClass(`fetch ${method} ${current.href}: the redirect to "${location}" is not a URL`);
       }
-      await response.body?.cancel().catch(() => {});
+      const body = w.response.body(response);
+      if (body !== null) {
+        try {
+          await w.cancel(body);
+        } catch {}
+      }
       // 303 turns anything but HEAD into GET; 301/302 turn POST into GET. Then the body goes.
-      const toGet = (response.status === 303 && method !== 'HEAD') || ((response.status === 301 || response.status === 302) && method === 'POST');
-      const headers = new Headers(request.headers);
+      const toGet = (status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST');
+      const headers = new w.Headers(w.request.headers(request));
       if (toGet) {
         method = 'GET';
-        for (const h of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']) headers.delete(h);
+        for (let i = 0; i < BODY_HEADERS.length; i++) w.headers.delete(headers, BODY_HEADERS[i]);
       }
-      if (next.origin !== url.origin) for (const h of CROSS_ORIGIN_DROP) headers.delete(h);
-      url = check(method, next.href);
-      const body = toGet || replay === null ? null : replay.body;
-      request = new Request(url.href, { method, headers, body, signal: runSignal, redirect: 'manual', ...(body !== null ? { duplex: 'half' } : {}) });
+      if (url.origin(next) !== current.origin) for (let i = 0; i < CROSS_ORIGIN_DROP.length; i++) w.headers.delete(headers, CROSS_ORIGIN_DROP[i]);
+      current = await check(method, url.href(next));
+      const nextBody = toGet || replay === null ? null : w.request.body(replay);
+      const hopInit = { __proto__: null, method, headers, body: nextBody, signal: runSignal, redirect: 'manual' };
+      if (nextBody !== null) hopInit.duplex = 'half';
+      request = newRequest(current.href, hopInit);
     }
   };
 }

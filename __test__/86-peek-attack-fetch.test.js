@@ -1,0 +1,228 @@
+'use strict';
+// The fetch guard, attacked from plain JavaScript (issue 24, item 5): a
+// worker granted allowed.example tries to reach a loopback server. Each probe
+// is a real fork-per-run; the server on 127.0.0.1 counts what reaches it, and
+// the log must name where the request really went. Then the guard alone,
+// with the name lookup injected: a granted name that resolves to a private
+// address, and one whose second answer differs from the first.
+// Serial: forks compete for 2 cores.
+const test = require('ava');
+const { codes } = require('durable-workers/peek');
+const { guardedFetch } = require('../js/peek/node/guarded-fetch');
+const { worker, setup, command, httpServer } = require('./helpers/peek');
+
+const GRANT = { capabilities: { network: { domains: ['allowed.example'] } } };
+
+/** A loopback server that records every request reaching it. */
+async function loopback(t) {
+  const hits = [];
+  const origin = await httpServer(t, (req, res) => {
+    hits.push(`${req.method} ${req.headers.host}${req.url}`);
+    res.end('loopback secret');
+  });
+  return { origin, port: new URL(origin).port, hits };
+}
+
+/** Runs `body` (the inside of an async function of (api, ctx, loop, port)) as a worker granted `manifest`. */
+async function probe(t, name, body, manifest = GRANT) {
+  const server = await loopback(t);
+  const { dir, host, logs } = setup(t);
+  const file = worker(
+    dir,
+    name,
+    `export default async (api, ctx) => {
+      const { loop, port } = ctx.trigger.params;
+      const out = [];
+      const attempt = async (label, f) => {
+        try { const r = await f(); out.push(label + ': ' + r.status + ' ' + (await r.text())); }
+        catch (err) { out.push(label + ': ' + (err.code ?? err.name)); }
+      };
+      ${body}
+      return out;
+    };`,
+    manifest,
+  );
+  const r = await host.run(file, command({ loop: server.origin, port: server.port }));
+  t.true(r.ok, r.error?.message);
+  const net = logs.filter((l) => l.worker === name && l.args[0] === 'fetch').map((l) => `${l.args[1]} ${l.args[2]} ${l.args[3]}`);
+  return { out: r.value, hits: server.hits, net, origin: server.origin };
+}
+
+test.serial('1. a Request whose url says allowed.example while it is for loopback: the guard reads the url the platform fetches', async (t) => {
+  const p = await probe(
+    t,
+    'requrl',
+    `const req = new Request(loop + '/secret');
+     Object.defineProperty(req, 'url', { value: 'http://allowed.example/' });
+     await attempt('request', () => fetch(req));`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.deepEqual(p.out, [`request: ${codes.NETWORK_DENIED}`]);
+  t.deepEqual(p.net, [`GET ${p.origin}/secret denied`], 'the log names the real destination');
+});
+
+test.serial('2. an input whose toString answers differently each time: converted once, and that string is what is fetched', async (t) => {
+  const p = await probe(
+    t,
+    'tostring',
+    `let n = 0;
+     const input = { toString: () => (n++ === 0 ? 'http://allowed.example:' + port + '/' : loop + '/secret') };
+     await attempt('tostring', () => fetch(input));
+     let k = 0;
+     await attempt('valueOf', () => fetch({ [Symbol.toPrimitive]: () => (k++ === 0 ? 'http://allowed.example/a' : loop + '/a') }, { method: 'GET' }));`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.is(p.out.length, 2);
+  t.false(p.out.some((o) => o.includes('loopback secret')));
+  // What was checked is what was fetched (allowed.example, which does not resolve), and the log says so.
+  t.deepEqual(p.net, [`GET http://allowed.example:${new URL(p.origin).port}/ allowed`, 'GET http://allowed.example/a allowed']);
+});
+
+test.serial('3. globalThis.URL and URL.prototype replaced by the worker: the guard parses with the platform URL taken before the worker ran', async (t) => {
+  const p = await probe(
+    t,
+    'urlswap',
+    `// Each lies once: to the first reader (the guard), not to the platform reading after it.
+     const Real = URL;
+     let n = 0;
+     globalThis.URL = class extends Real {
+       constructor(...a) { super(...a); this.lie = n++ === 0; }
+       get hostname() { return this.lie ? 'allowed.example' : super.hostname; }
+     };
+     await attempt('global URL', () => fetch(loop + '/one'));
+     globalThis.URL = Real;
+     const d = Object.getOwnPropertyDescriptor(URL.prototype, 'hostname');
+     let m = 0;
+     Object.defineProperty(URL.prototype, 'hostname', { get() { return m++ === 0 ? 'allowed.example' : d.get.call(this); }, configurable: true });
+     await attempt('URL.prototype', () => fetch(loop + '/two'));
+     Object.defineProperty(URL.prototype, 'hostname', d);`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.deepEqual(p.out, [`global URL: ${codes.NETWORK_DENIED}`, `URL.prototype: ${codes.NETWORK_DENIED}`]);
+  t.deepEqual(p.net, [`GET ${p.origin}/one denied`, `GET ${p.origin}/two denied`], 'the log names the real destination');
+});
+
+test.serial('4. globalThis.Request, Headers and fetch internals replaced by the worker: the guard builds the request with the platform Request', async (t) => {
+  const p = await probe(
+    t,
+    'reqswap',
+    `const Real = Request;
+     globalThis.Request = function Request(input, init) { return new Real(loop + '/secret', init); };
+     globalThis.Request.prototype = Real.prototype;
+     await attempt('global Request', () => fetch('http://allowed.example:' + port + '/'));
+     globalThis.Request = Real;
+     const clone = Real.prototype.clone;
+     Real.prototype.clone = function () { return new Real(loop + '/clone', { method: 'POST', body: 'x' }); };
+     await attempt('Request.prototype.clone', () => fetch('http://allowed.example:' + port + '/', { method: 'POST', body: 'x' }));
+     Real.prototype.clone = clone;`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.false(p.out.some((o) => o.includes('loopback secret')), p.out.join('\n'));
+  t.false(p.net.some((l) => l.includes('127.0.0.1')), 'nothing went to loopback, and nothing in the log says it did');
+});
+
+test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1 for allowed.example: the guard connects where it checked", async (t) => {
+  const p = await probe(
+    t,
+    'dispatch',
+    `void Request; // loads the platform's HTTP client
+     const sym = Symbol.for('undici.globalDispatcher.1');
+     const Agent = globalThis[sym].constructor;
+     const lying = () => new Agent({ connect: { lookup: (host, o, cb) => (o && o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) } });
+     await attempt('init.dispatcher', () => fetch('http://allowed.example:' + port + '/init', { dispatcher: lying() }));
+     globalThis[sym] = lying();
+     await attempt('global dispatcher', () => fetch('http://allowed.example:' + port + '/global'));
+     await attempt('Request dispatcher', () => fetch(new Request('http://allowed.example:' + port + '/request', { dispatcher: lying() })));`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.false(p.out.some((o) => o.includes('loopback secret')), p.out.join('\n'));
+});
+
+test.serial('6. a grant of * is not a grant of loopback, in any spelling of the address', async (t) => {
+  const p = await probe(
+    t,
+    'spellings',
+    `for (const u of [loop + '/plain', 'http://2130706433:' + port + '/decimal', 'http://0x7f.1:' + port + '/hex', 'http://[::ffff:127.0.0.1]:' + port + '/mapped', 'http://localhost:' + port + '/name', 'http://127.1:' + port + '/short', 'http://allowed.example@127.0.0.1:' + port + '/userinfo']) {
+       await attempt(u, () => fetch(u));
+     }`,
+    { capabilities: { network: { domains: ['*'] } } },
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.is(p.out.length, 7);
+  for (const o of p.out) t.true(o.endsWith(codes.NETWORK_DENIED), o);
+});
+
+test.serial('7. a redirect from a granted loopback address to another one, under a grant of *, is checked per hop by address', async (t) => {
+  // 127.0.0.1 is granted as such; 127.0.0.2 (the same machine, spelled in hex by the redirect) is not, and * does not grant it.
+  const hits = [];
+  const http = require('node:http');
+  const other = http.createServer((req, res) => {
+    hits.push(req.url);
+    res.end('other loopback secret');
+  });
+  await new Promise((resolve) => other.listen(0, '127.0.0.2', resolve));
+  t.teardown(() => new Promise((resolve) => other.close(resolve)));
+  const port = other.address().port;
+  const { dir, host, logs } = setup(t);
+  const first = await httpServer(t, (req, res) => res.writeHead(302, { location: `http://0x7f000002:${port}/secret` }).end());
+  const file = worker(
+    dir,
+    'hop',
+    `export default async (api, ctx) => {
+      try { const r = await fetch(ctx.trigger.params.first + '/go'); return r.status + ' ' + (await r.text()); } catch (err) { return err.code ?? err.name; }
+    };`,
+    { capabilities: { network: { domains: ['127.0.0.1', '*'] } } },
+  );
+  const r = await host.run(file, command({ first }));
+  t.true(r.ok, r.error?.message);
+  t.deepEqual(hits, [], '127.0.0.2 was never reached');
+  t.is(r.value, codes.NETWORK_DENIED);
+  t.deepEqual(
+    logs.filter((l) => l.args[0] === 'fetch').map((l) => `${l.args[2]} ${l.args[3]}`),
+    [`${first}/go allowed`, `http://127.0.0.2:${port}/secret denied`],
+  );
+});
+
+// The guard alone, its name lookup injected: no resolver is needed to make a
+// granted name answer a private address.
+
+/** A guard over `domains` whose lookup is `answers` (called with the host name); the reports collected. */
+function guard(domains, lookup) {
+  const reports = [];
+  const fetch = guardedFetch({ domains, signal: new AbortController().signal, report: (r) => reports.push(r), lookup });
+  return { fetch, reports };
+}
+
+test.serial('8. a granted name that resolves to a loopback or private address is refused unless that address is granted as such', async (t) => {
+  const server = await loopback(t);
+  const answers = { 'inside.example': ['127.0.0.1'], 'ten.example': ['10.1.2.3'], 'mixed.example': ['93.184.215.14', '127.0.0.1'], 'mapped.example': ['::ffff:127.0.0.1'], 'six.example': ['fd00::1'] };
+  const lookup = (hostname, cb) => cb(null, (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  const { fetch, reports } = guard(Object.keys(answers), lookup);
+  for (const name of Object.keys(answers)) {
+    const err = await t.throwsAsync(fetch(`http://${name}:${server.port}/`));
+    t.is(err.code, codes.NETWORK_DENIED, `${name}: ${err.message}`);
+  }
+  t.deepEqual(server.hits, []);
+  t.true(reports.every((r) => r.allowed === false), JSON.stringify(reports));
+  // Granted as such: the name and its address both in the list.
+  const granted = guard(['inside.example', '127.0.0.1'], lookup);
+  const res = await granted.fetch(`http://inside.example:${server.port}/ok`);
+  t.is(await res.text(), 'loopback secret');
+  t.deepEqual(server.hits, [`GET inside.example:${server.port}/ok`]);
+  t.like(granted.reports[0], { url: `http://inside.example:${server.port}/ok`, allowed: true, address: '127.0.0.1' });
+});
+
+test.serial('9. the address checked is the address connected to: a second, different DNS answer is never asked for', async (t) => {
+  const server = await loopback(t);
+  let calls = 0;
+  // First answer granted (127.0.0.1 as such); any later answer would be 10.0.0.1.
+  const lookup = (hostname, cb) => cb(null, [{ address: calls++ === 0 ? '127.0.0.1' : '10.0.0.1', family: 4 }]);
+  const { fetch, reports } = guard(['rebind.example', '127.0.0.1'], lookup);
+  for (const p of ['/a', '/b', '/c']) t.is(await (await fetch(`http://rebind.example:${server.port}${p}`)).text(), 'loopback secret');
+  t.is(calls, 1, 'one lookup for the run');
+  t.is(server.hits.length, 3);
+  t.deepEqual(
+    reports.map((r) => r.address),
+    ['127.0.0.1', '127.0.0.1', '127.0.0.1'],
+  );
+});
