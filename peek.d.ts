@@ -67,8 +67,15 @@ export interface WorkerLog {
 export interface WorkerApi {
   readonly datastore?: WorkerDatastore;
   readonly network?: { readonly fetch: typeof fetch };
-  readonly pubsub?: { readonly publish: (topic: string, message: unknown) => Promise<void> };
-  readonly publish?: (topic: string, message: unknown) => Promise<void>;
+  /**
+   * publish(topic, message). A cmd: topic needs a grant: `cmd:execute:<command>`
+   * for a command in capabilities.pubsub.commands (message `{ params }`; resolves
+   * with the reply topic the host chose, whose result wakes this worker), or the
+   * run's own `ctx.trigger.resultTopic`. Anything else under cmd:, or another
+   * command's reply topic, is refused with ERR_PEEK_PUBSUB_DENIED.
+   */
+  readonly pubsub?: { readonly publish: (topic: string, message: unknown) => Promise<void | { readonly resultTopic: string }> };
+  readonly publish?: (topic: string, message: unknown) => Promise<void | { readonly resultTopic: string }>;
   readonly log?: WorkerLog;
 }
 
@@ -89,7 +96,8 @@ export interface Manifest {
   readonly capabilities: {
     readonly network?: { readonly domains: readonly string[] };
     readonly datastore?: { readonly methods: readonly StoreMethod[] };
-    readonly pubsub?: { readonly subscribe: readonly string[] };
+    /** subscribe: wake topics (never cmd:, nor a prefix covering it); commands: the commands this worker may send, absent when none. */
+    readonly pubsub?: { readonly subscribe: readonly string[]; readonly commands?: readonly string[] };
     readonly log?: {};
   };
   readonly limits: { readonly wallClockMs?: number };
@@ -270,7 +278,8 @@ export type PeekErrorCode =
   | 'ERR_PEEK_CRASHED'
   | 'ERR_PEEK_STORE'
   | 'ERR_PEEK_CHANNEL'
-  | 'ERR_PEEK_CLOSED';
+  | 'ERR_PEEK_CLOSED'
+  | 'ERR_PEEK_PUBSUB_DENIED';
 
 export const codes: {
   readonly MANIFEST: 'ERR_PEEK_MANIFEST';
@@ -284,6 +293,7 @@ export const codes: {
   readonly STORE: 'ERR_PEEK_STORE';
   readonly CHANNEL: 'ERR_PEEK_CHANNEL';
   readonly CLOSED: 'ERR_PEEK_CLOSED';
+  readonly PUBSUB_DENIED: 'ERR_PEEK_PUBSUB_DENIED';
 };
 
 /**

@@ -20,6 +20,8 @@ const LOCAL = Symbol.for('durable-workers.peek.local');
  *   store: object | null,
  *   fetch: Function,
  *   publish: (topic: string, message: unknown) => Promise<void>,
+ *   resultTopic?: string,
+ *   isReplyTopic?: (topic: string) => boolean,
  *   log: (level: 'info' | 'warn' | 'error', args: unknown[]) => void,
  * }} parts
  * @returns {import('../../peek').WorkerApi}
@@ -32,6 +34,11 @@ function buildApi(manifest, parts) {
   if (caps.pubsub) {
     const publish = async (topic, message) => {
       if (typeof topic !== 'string' || topic.length === 0) throw new TypeError('api.publish(topic, message): topic must be a non-empty string');
+      // This run's own reply topic (it was commanded with one): its answer.
+      if (topic === parts.resultTopic) return parts.publish(topic, message);
+      if (topic.startsWith(COMMAND_PREFIX)) return sendCommand(manifest, parts, topic, message);
+      if (topic.startsWith('cmd:')) throw denied(manifest, `${topic}: cmd: topics other than cmd:execute:<command> belong to the supervisor and the commanders (a run answers only on its own ctx.trigger.resultTopic)`);
+      if (parts.isReplyTopic?.(topic)) throw denied(manifest, `${topic} is the reply topic of another run's command`);
       await parts.publish(topic, message);
     };
     api.pubsub = Object.freeze({ publish });
@@ -39,6 +46,36 @@ function buildApi(manifest, parts) {
   }
   if (caps.log) api.log = logFunction(parts.log);
   return Object.freeze(api);
+}
+
+const COMMAND_PREFIX = 'cmd:execute:';
+/** Where the supervisor sends a worker's reply: `cmd:reply:<worker>:<id>` wakes that worker alone. */
+const REPLY_PREFIX = 'cmd:reply:';
+
+function denied(manifest, why) {
+  return peekError(codes.PUBSUB_DENIED, `worker ${manifest.name}: publish to ${why}`);
+}
+
+/**
+ * A command sent by a worker: only one its grant names
+ * (capabilities.pubsub.commands), and with a reply topic the host picks, never
+ * the worker (a worker's reply topic could be a command, or someone else's
+ * reply). Resolves with `{ resultTopic }`: the result wakes this worker with
+ * that topic.
+ */
+async function sendCommand(manifest, parts, topic, message) {
+  const command = topic.slice(COMMAND_PREFIX.length);
+  const granted = manifest.capabilities.pubsub.commands ?? [];
+  if (!granted.includes(command)) {
+    throw denied(manifest, `${topic}: the command ${JSON.stringify(command)} is not granted (capabilities.pubsub.commands: ${JSON.stringify(granted)})`);
+  }
+  if (message !== undefined && (message === null || typeof message !== 'object' || Array.isArray(message))) {
+    throw new TypeError(`api.publish(${JSON.stringify(topic)}, message): a command's message is { params }`);
+  }
+  if (message?.resultTopic !== undefined) throw denied(manifest, `${topic}: a worker does not choose a command's resultTopic; the host does, and api.publish resolves with it`);
+  const resultTopic = `${REPLY_PREFIX}${manifest.name}:${globalThis.crypto.randomUUID()}`;
+  await parts.publish(topic, { params: message?.params, resultTopic });
+  return { resultTopic };
 }
 
 /**
@@ -75,4 +112,4 @@ function oneWay(fn) {
   return fn;
 }
 
-module.exports = { buildApi, ONE_WAY, LOCAL };
+module.exports = { buildApi, ONE_WAY, LOCAL, REPLY_PREFIX };

@@ -29,6 +29,8 @@ const codes = Object.freeze({
   CHANNEL: 'ERR_PEEK_CHANNEL',
   /** The adapter or host was used after close(). */
   CLOSED: 'ERR_PEEK_CLOSED',
+  /** A publish the grant does not allow: a cmd: topic without capabilities.pubsub.commands, or another command's reply topic. */
+  PUBSUB_DENIED: 'ERR_PEEK_PUBSUB_DENIED',
 });
 
 /**

@@ -19,6 +19,9 @@ const ABORT_GRACE_MS = 200;
 /** How long a run stopped during its setup (credential, store) waits for that step before reporting. */
 const SETUP_SETTLE_MS = 1000;
 
+/** The supervisor's way to hold a reply topic (not part of WorkerHost's public shape). */
+const HOLD_REPLY = Symbol.for('durable-workers.peek.holdReply');
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -37,6 +40,22 @@ function createWorkerHost({ adapter } = {}) {
   let closed = false;
   /** Runs in flight: each one's way to stop it, and its promise. */
   const inFlight = new Set();
+  /**
+   * The reply topics of the command runs in flight (topic → how many): no
+   * other run may publish there, so a commander hears its own worker's
+   * answer, not a forgery.
+   */
+  const replies = new Map();
+  /** Reply topics the supervisor holds for commands heard but not yet run (topic → until when). */
+  const held = new Map();
+  const isReplyTopic = (topic) => {
+    if (replies.has(topic)) return true;
+    const until = held.get(topic);
+    if (until === undefined) return false;
+    if (until >= Date.now()) return true;
+    held.delete(topic);
+    return false;
+  };
   const publish = async (topic, message) => {
     publisher ??= adapter.openChannel({ topics: [] }, () => {});
     await (await publisher).publish(topic, message);
@@ -54,9 +73,31 @@ function createWorkerHost({ adapter } = {}) {
         return Promise.reject(err);
       }
       const entry = { stop: null, done: null };
-      entry.done = runOnce(ref, checked, entry).finally(() => inFlight.delete(entry));
+      const reply = checked.kind === 'command' ? checked.resultTopic : undefined;
+      if (reply !== undefined) replies.set(reply, (replies.get(reply) ?? 0) + 1);
+      entry.done = runOnce(ref, checked, entry).finally(() => {
+        inFlight.delete(entry);
+        if (reply !== undefined) {
+          const n = replies.get(reply) - 1;
+          if (n > 0) replies.set(reply, n);
+          else replies.delete(reply);
+        }
+      });
       inFlight.add(entry);
       return entry.done;
+    },
+    /**
+     * The supervisor's: `topic` is the reply topic of a command heard, until
+     * `until` (epoch ms; Infinity while it waits or runs). No run but the
+     * command's own may publish there meanwhile.
+     */
+    [HOLD_REPLY](topic, until) {
+      held.delete(topic);
+      held.set(topic, until);
+      for (const [t, u] of held) {
+        if (u >= Date.now()) break;
+        held.delete(t);
+      }
     },
     on(event, listener) {
       events.on(event, listener);
@@ -133,6 +174,8 @@ function createWorkerHost({ adapter } = {}) {
         const api = buildApi(manifest, {
           store,
           fetch,
+          resultTopic: trigger.kind === 'command' ? trigger.resultTopic : undefined,
+          isReplyTopic,
           publish: (topic, message) => {
             published.add(topic);
             return publish(topic, message);
@@ -191,4 +234,4 @@ function createWorkerHost({ adapter } = {}) {
   return host;
 }
 
-module.exports = { createWorkerHost };
+module.exports = { createWorkerHost, HOLD_REPLY };

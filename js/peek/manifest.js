@@ -108,15 +108,25 @@ function checkManifest(raw, file) {
     capabilities.datastore = { methods: [...new Set(methods)] };
   }
   if (caps.pubsub) {
-    onlyKeys(caps.pubsub, ['subscribe'], 'capabilities.pubsub', fail);
+    onlyKeys(caps.pubsub, ['subscribe', 'commands'], 'capabilities.pubsub', fail);
     const topics = caps.pubsub.subscribe ?? [];
     if (!Array.isArray(topics)) fail('capabilities.pubsub.subscribe', 'must be an array of topics');
     topics.forEach((topic, i) => {
-      if (typeof topic !== 'string' || !TOPIC.test(topic) || topic.startsWith('cmd:')) {
-        fail(`capabilities.pubsub.subscribe[${i}]`, 'must be a topic: 1–256 characters, no spaces, not starting with "cmd:"');
+      // cmd: topics are the supervisor's: commands carry params and reply
+      // topics, replies carry results. No worker hears them, not even through
+      // a prefix that covers them ("*", "c*", "cmd*").
+      if (typeof topic !== 'string' || !TOPIC.test(topic) || topic.startsWith('cmd:') || coversCommands(topic)) {
+        fail(`capabilities.pubsub.subscribe[${i}]`, 'must be a topic: 1–256 characters, no spaces, not starting with "cmd:" nor a prefix that covers "cmd:" ("*", "c*", "cm*", "cmd*")');
       }
     });
-    capabilities.pubsub = { subscribe: [...topics] };
+    // The commands this worker may send (publish to cmd:execute:<command>):
+    // exact names, none unless listed.
+    const send = caps.pubsub.commands ?? [];
+    if (!Array.isArray(send)) fail('capabilities.pubsub.commands', 'must be an array of command names');
+    send.forEach((c, i) => {
+      if (typeof c !== 'string' || !NAME.test(c)) fail(`capabilities.pubsub.commands[${i}]`, 'must be a command name: 1–64 characters of A–Z, a–z, 0–9, _ and - (no wildcard)');
+    });
+    capabilities.pubsub = { subscribe: [...topics], ...(send.length > 0 ? { commands: [...new Set(send)] } : {}) };
   }
   if (caps.log) {
     onlyKeys(caps.log, [], 'capabilities.log', fail);
@@ -148,6 +158,11 @@ function checkManifest(raw, file) {
     limits: { wallClockMs: limits.wallClockMs },
     commands: [...commands],
   });
+}
+
+/** A subscription ending in '*' whose prefix also begins "cmd:" topics. */
+function coversCommands(topic) {
+  return topic.endsWith('*') && 'cmd:'.startsWith(topic.slice(0, -1));
 }
 
 function onlyKeys(obj, known, where, fail) {

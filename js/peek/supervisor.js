@@ -9,7 +9,25 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { loadManifest } = require('./manifest');
 const { matches } = require('./topics');
-const { toPlainError } = require('./errors');
+const { codes, toPlainError } = require('./errors');
+const { REPLY_PREFIX } = require('./api');
+const { HOLD_REPLY } = require('./host');
+
+const COMMAND_PREFIX = 'cmd:execute:';
+/** How long after its command's run a reply topic outside cmd: still wakes no worker (its result may still be on its way). */
+const REPLY_HOLD_MS = 60_000;
+
+/**
+ * Why a command's resultTopic is refused, or null. A reply goes to a cmd:
+ * reply topic (cmd:result:<id> for a commander on the channel, cmd:reply:<worker>:<id>
+ * for a worker's command) or to a topic outside cmd:. Never to another
+ * command topic: a result, or a worker answering, would run that command.
+ */
+function resultTopicProblem(topic) {
+  if (typeof topic !== 'string' || topic.length === 0) return 'must be a non-empty string';
+  if (topic.startsWith('cmd:') && !topic.startsWith('cmd:result:') && !topic.startsWith(REPLY_PREFIX)) return 'is a cmd: topic other than cmd:result:<id> or cmd:reply:<worker>:<id>';
+  return null;
+}
 
 /**
  * Finds manifests in `dir`: every `<dir>/<name>/manifest.json` and `<dir>/*.json`.
@@ -56,33 +74,89 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
     return found;
   };
   const byCommand = (command) => [...manifests.values()].find((m) => m.commands.includes(command));
+  /**
+   * Reply topics outside cmd: of the commands heard (topic → until when):
+   * a message there wakes no worker, even one subscribed to it, so a result
+   * reaches its commander and not whoever listens. (cmd: topics wake no
+   * worker at all.)
+   */
+  const replies = new Map();
+  const holdReply = (topic, until) => {
+    host[HOLD_REPLY]?.(topic, until);
+    if (topic.startsWith('cmd:')) return;
+    replies.delete(topic);
+    replies.set(topic, until);
+    // Oldest first: the expired ones at the front go.
+    for (const [t, u] of replies) {
+      if (u >= Date.now()) break;
+      replies.delete(t);
+    }
+  };
+  const isHeldReply = (topic) => {
+    const until = replies.get(topic);
+    if (until === undefined) return false;
+    if (until >= Date.now()) return true;
+    replies.delete(topic);
+    return false;
+  };
+
+  /** Runs the worker answering `command`, or tells resultTopic why not. */
+  async function answerCommand(topic, command, message) {
+    let m = byCommand(command);
+    if (m === undefined) {
+      rescan();
+      m = byCommand(command);
+    }
+    if (m === undefined) {
+      log({ level: 'warn', worker: '(supervisor)', args: [`no worker answers ${topic}`] });
+      if (typeof message?.resultTopic === 'string') await channel.publish(message.resultTopic, { ok: false, error: { code: 'ERR_PEEK_MANIFEST', message: `no worker answers ${topic}` } });
+      return;
+    }
+    const trigger = { kind: 'command', name: command, params: message?.params };
+    if (typeof message?.resultTopic === 'string' && message.resultTopic.length > 0) trigger.resultTopic = message.resultTopic;
+    try {
+      await adapter.dispatch(m.manifestPath, trigger);
+    } catch (err) {
+      // The run never happened (the dispatch itself failed): the caller
+      // waiting on resultTopic hears that rather than nothing.
+      if (trigger.resultTopic !== undefined) {
+        await channel.publish(trigger.resultTopic, { ok: false, error: toPlainError(err), ms: 0 }).catch(() => {});
+      }
+      throw err;
+    }
+  }
 
   async function onMessage({ topic, message }) {
     try {
-      if (topic.startsWith('cmd:execute:')) {
-        const command = topic.slice('cmd:execute:'.length);
-        let m = byCommand(command);
-        if (m === undefined) {
-          rescan();
-          m = byCommand(command);
-        }
-        if (m === undefined) {
-          log({ level: 'warn', worker: '(supervisor)', args: [`no worker answers ${topic}`] });
-          if (typeof message?.resultTopic === 'string') await channel.publish(message.resultTopic, { ok: false, error: { code: 'ERR_PEEK_MANIFEST', message: `no worker answers ${topic}` } });
-          return;
-        }
-        const trigger = { kind: 'command', name: command, params: message?.params };
-        if (typeof message?.resultTopic === 'string' && message.resultTopic.length > 0) trigger.resultTopic = message.resultTopic;
-        try {
-          await adapter.dispatch(m.manifestPath, trigger);
-        } catch (err) {
-          // The run never happened (the dispatch itself failed): the caller
-          // waiting on resultTopic hears that rather than nothing.
-          if (trigger.resultTopic !== undefined) {
-            await channel.publish(trigger.resultTopic, { ok: false, error: toPlainError(err), ms: 0 }).catch(() => {});
+      if (topic.startsWith(REPLY_PREFIX)) {
+        // A worker's command answered: the reply wakes that worker alone
+        // (cmd:reply:<worker>:<id>), and only one granted to send commands.
+        const name = topic.slice(REPLY_PREFIX.length).split(':')[0];
+        const m = manifests.get(name);
+        if (m?.capabilities.pubsub?.commands?.length > 0) await adapter.dispatch(m.manifestPath, { kind: 'wake', topic, message });
+        return;
+      }
+      if (topic.startsWith(COMMAND_PREFIX)) {
+        const command = topic.slice(COMMAND_PREFIX.length);
+        if (message?.resultTopic !== undefined) {
+          const problem = resultTopicProblem(message.resultTopic);
+          if (problem !== null) {
+            log({ level: 'warn', worker: '(supervisor)', args: [`${topic} refused: its resultTopic ${JSON.stringify(message.resultTopic)} ${problem} (${codes.PUBSUB_DENIED})`] });
+            return;
           }
-          throw err;
         }
+        const reply = typeof message?.resultTopic === 'string' ? message.resultTopic : undefined;
+        if (reply !== undefined) holdReply(reply, Infinity);
+        try {
+          await answerCommand(topic, command, message);
+        } finally {
+          if (reply !== undefined) holdReply(reply, Date.now() + REPLY_HOLD_MS);
+        }
+        return;
+      }
+      if (topic.startsWith('cmd:')) return;
+      if (isHeldReply(topic)) {
+        log({ level: 'info', worker: '(supervisor)', args: [`${topic} is a command's reply topic: no worker is woken by it`] });
         return;
       }
       for (const m of manifests.values()) {
@@ -119,7 +193,7 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
         }
       }
       await adapter.start();
-      const topics = ['cmd:execute:*', ...new Set([...manifests.values()].flatMap((m) => m.capabilities.pubsub?.subscribe ?? []))];
+      const topics = [`${COMMAND_PREFIX}*`, `${REPLY_PREFIX}*`, ...new Set([...manifests.values()].flatMap((m) => m.capabilities.pubsub?.subscribe ?? []))];
       channel = await adapter.openChannel({ topics }, (m) => onMessage(m));
     },
 
