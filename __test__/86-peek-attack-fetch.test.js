@@ -24,7 +24,7 @@ async function loopback(t) {
 }
 
 /** Runs `body` (the inside of an async function of (api, ctx, loop, port)) as a worker granted `manifest`. */
-async function probe(t, name, body, manifest = GRANT) {
+async function probe(t, name, body, manifest = GRANT, params = {}) {
   const server = await loopback(t);
   const { dir, host, logs } = setup(t);
   const file = worker(
@@ -42,7 +42,7 @@ async function probe(t, name, body, manifest = GRANT) {
     };`,
     manifest,
   );
-  const r = await host.run(file, command({ loop: server.origin, port: server.port }));
+  const r = await host.run(file, command({ loop: server.origin, port: server.port, ...params }));
   t.true(r.ok, r.error?.message);
   const net = logs.filter((l) => l.worker === name && l.args[0] === 'fetch').map((l) => `${l.args[1]} ${l.args[2]} ${l.args[3]}`);
   return { out: r.value, hits: server.hits, net, origin: server.origin };
@@ -132,7 +132,10 @@ test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1
      await attempt('init.dispatcher', () => fetch('http://allowed.example:' + port + '/init', { dispatcher: lying() }));
      globalThis[sym] = lying();
      await attempt('global dispatcher', () => fetch('http://allowed.example:' + port + '/global'));
-     await attempt('Request dispatcher', () => fetch(new Request('http://allowed.example:' + port + '/request', { dispatcher: lying() })));`,
+     await attempt('Request dispatcher', () => fetch(new Request('http://allowed.example:' + port + '/request', { dispatcher: lying() })));
+     Object.prototype.dispatcher = lying();
+     await attempt('Object.prototype.dispatcher', () => fetch('http://allowed.example:' + port + '/inherited'));
+     delete Object.prototype.dispatcher;`,
   );
   t.deepEqual(p.hits, [], 'the loopback server was never reached');
   t.false(p.out.some((o) => o.includes('loopback secret')), p.out.join('\n'));
@@ -181,6 +184,43 @@ test.serial('7. a redirect from a granted loopback address to another one, under
     logs.filter((l) => l.args[0] === 'fetch').map((l) => `${l.args[2]} ${l.args[3]}`),
     [`${first}/go allowed`, `http://127.0.0.2:${port}/secret denied`],
   );
+});
+
+test.serial('10. the platform told another port by a replaced URL class: the connection goes only where the guard checked', async (t) => {
+  // 127.0.0.1 is granted as such, so both servers are "allowed" by host; the guard checks the port asked for, the platform (parsing with the worker's URL) asks for the other.
+  const other = await loopback(t);
+  const p = await probe(
+    t,
+    'portswap',
+    `const Real = URL;
+     globalThis.URL = class extends Real {
+       constructor(u, b) { super(String(u).replace(':' + port + '/', ':' + ctx.trigger.params.other + '/'), b); }
+     };
+     await attempt('port', () => fetch(loop + '/checked'));
+     globalThis.URL = Real;`,
+    { capabilities: { network: { domains: ['127.0.0.1'] } } },
+    { other: other.port },
+  );
+  t.deepEqual(other.hits, [], 'the port not checked was never reached');
+  t.deepEqual(p.out, [`port: ${codes.NETWORK_DENIED}`]);
+  t.deepEqual(p.net, [`GET ${p.origin}/checked allowed`, `CONNECT http://127.0.0.1:${other.port} denied`], 'the log names the connection refused');
+});
+
+test.serial('11. String.prototype patched for the length of the call: the guard matches with functions taken before the worker ran', async (t) => {
+  const p = await probe(
+    t,
+    'primordials',
+    `const saved = { replace: String.prototype.replace, toLowerCase: String.prototype.toLowerCase, endsWith: String.prototype.endsWith };
+     const lie = () => { String.prototype.replace = function () { return 'allowed.example'; }; String.prototype.toLowerCase = function () { return 'allowed.example'; }; String.prototype.endsWith = () => true; };
+     const restore = () => Object.assign(String.prototype, saved);
+     lie();
+     let pending;
+     try { pending = fetch(loop + '/secret'); } finally { restore(); }
+     await attempt('string', () => pending);`,
+  );
+  t.deepEqual(p.hits, [], 'the loopback server was never reached');
+  t.deepEqual(p.out, [`string: ${codes.NETWORK_DENIED}`]);
+  t.deepEqual(p.net, [`GET ${p.origin}/secret denied`]);
 });
 
 // The guard alone, its name lookup injected: no resolver is needed to make a
