@@ -126,7 +126,7 @@ test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1
     t,
     'dispatch',
     `void Request; // loads the platform's HTTP client
-     const sym = Symbol.for('undici.globalDispatcher.1');
+     const sym = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].find((s) => globalThis[s]?.constructor.name === 'Agent');
      const Agent = globalThis[sym].constructor;
      const lying = () => new Agent({ connect: { lookup: (host, o, cb) => (o && o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) } });
      await attempt('init.dispatcher', () => fetch('http://allowed.example:' + port + '/init', { dispatcher: lying() }));

@@ -73,7 +73,8 @@ const loadFetch = dataProperty('fetch');
 const abortAny = typeof AbortSignal === 'function' && typeof AbortSignal.any === 'function' ? AbortSignal.any.bind(AbortSignal) : null;
 const weakSet = { make: () => new WeakSet(), add: method(WeakSet.prototype, 'add'), has: method(WeakSet.prototype, 'has') };
 const getBuiltinModule = typeof process === 'object' && typeof process?.getBuiltinModule === 'function' ? process.getBuiltinModule.bind(process) : null;
-const UNDICI_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+// Where undici keeps its global dispatcher: '.2' from undici 8 (Node 26, with a wrapper at '.1'), '.1' before.
+const UNDICI_DISPATCHERS = Object.freeze([Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')]);
 
 /** Request, Headers, Response and the members the guard uses. Node loads them lazily: taken at the first guard that may fetch. */
 let web = null;
@@ -107,22 +108,25 @@ if (dataProperty('Request') !== undefined && dataProperty('Headers') !== undefin
 /**
  * Node: the resolver, the socket openers and the Agent class of the undici
  * that Node's fetch is (found through the global dispatcher it installs when
- * it loads; Node exposes no Agent). Null elsewhere, or if another dispatcher
- * replaced Node's before the first guard was made.
+ * it loads; Node exposes no Agent). Null elsewhere. Agent is null if another
+ * dispatcher replaced Node's before the first guard was made: names are then
+ * still resolved and checked, but the platform resolves them again to connect.
  */
 let node;
 function takeNode() {
   if (node !== undefined) return node;
   node = null;
   if (getBuiltinModule === null || loadFetch === undefined) return null;
-  takeWeb(); // loads Node's undici, which installs its global dispatcher
-  const dispatcher = globalThis[UNDICI_DISPATCHER];
-  const Agent = dispatcher?.constructor;
-  if (typeof Agent !== 'function' || Agent.name !== 'Agent') return null;
   const dns = getBuiltinModule('node:dns');
   const net = getBuiltinModule('node:net');
   const tls = getBuiltinModule('node:tls');
   if (!dns || !net || !tls) return null;
+  takeWeb(); // loads Node's undici, which installs its global dispatcher
+  let Agent = null;
+  for (let i = 0; i < UNDICI_DISPATCHERS.length && Agent === null; i++) {
+    const ctor = globalThis[UNDICI_DISPATCHERS[i]]?.constructor;
+    if (typeof ctor === 'function' && ctor.name === 'Agent') Agent = ctor;
+  }
   node = Object.freeze({
     Agent,
     lookup: dns.lookup,
@@ -206,7 +210,7 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
       finish(err);
     });
   };
-  const dispatcher = n ? new n.Agent({ connect }) : null;
+  const dispatcher = n?.Agent ? new n.Agent({ connect }) : null;
 
   /** The one answer for a name in this run: { ip, refused } where refused is an answer not granted. */
   const resolve = (hostname) =>
