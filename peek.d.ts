@@ -276,6 +276,7 @@ export type PeekErrorCode =
   | 'ERR_PEEK_IMPORT_REFUSED'
   | 'ERR_PEEK_ENTRY'
   | 'ERR_PEEK_CRASHED'
+  | 'ERR_PEEK_PROTOCOL'
   | 'ERR_PEEK_STORE'
   | 'ERR_PEEK_CHANNEL'
   | 'ERR_PEEK_CLOSED'
@@ -290,6 +291,7 @@ export const codes: {
   readonly IMPORT_REFUSED: 'ERR_PEEK_IMPORT_REFUSED';
   readonly ENTRY: 'ERR_PEEK_ENTRY';
   readonly CRASHED: 'ERR_PEEK_CRASHED';
+  readonly PROTOCOL: 'ERR_PEEK_PROTOCOL';
   readonly STORE: 'ERR_PEEK_STORE';
   readonly CHANNEL: 'ERR_PEEK_CHANNEL';
   readonly CLOSED: 'ERR_PEEK_CLOSED';

@@ -71,6 +71,33 @@ function serve(t, dir, extra = []) {
   return { proc, lines, exited, stderr: () => stderr };
 }
 
+/**
+ * Runs the real `durable-workers peek run <manifest> --json ...extra` to its
+ * end (SIGKILLed after `timeoutMs`); resolves { code, signal, lines, run,
+ * stderr, ms }: `run` is its 'run' line, lines its JSON lines.
+ */
+function runCli(manifest, extra = [], { timeoutMs = 60_000 } = {}) {
+  const started = Date.now();
+  const proc = spawn(process.execPath, [BIN, 'peek', 'run', manifest, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = [];
+  let stderr = '';
+  readline.createInterface({ input: proc.stdout }).on('line', (l) => {
+    try {
+      lines.push(JSON.parse(l));
+    } catch {
+      stderr += `${l}\n`;
+    }
+  });
+  proc.stderr.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) =>
+    proc.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, lines, run: lines.find((l) => l.event === 'run'), stderr, ms: Date.now() - started });
+    }),
+  );
+}
+
 /** An object's leaf paths ('scheduler.precisionMs', ...). */
 function leaves(o, prefix = '') {
   return Object.entries(o).flatMap(([k, v]) => (v && typeof v === 'object' ? leaves(v, `${prefix}${k}.`) : [`${prefix}${k}`]));
@@ -93,4 +120,4 @@ function assertConformant(t, report, declares, why = '') {
   t.true(report.ok);
 }
 
-module.exports = { worker, setup, command, httpServer, serve, assertConformant };
+module.exports = { worker, setup, command, httpServer, serve, runCli, assertConformant };

@@ -23,6 +23,13 @@ const codes = Object.freeze({
   ENTRY: 'ERR_PEEK_ENTRY',
   /** The run's process ended without finishing the run (out of memory, exit). */
   CRASHED: 'ERR_PEEK_CRASHED',
+  /**
+   * A run broke the realm protocol or its budgets (a malformed or oversized
+   * frame, a message that does not fit the protocol, a flood of frames or
+   * output): that run's process was killed; the message names the worker
+   * and what was wrong.
+   */
+  PROTOCOL: 'ERR_PEEK_PROTOCOL',
   /** The datastore refused a call (remote status, unknown item). */
   STORE: 'ERR_PEEK_STORE',
   /** The channel is closed, or the hub could not be reached. */

@@ -38,6 +38,7 @@ function nodeAdapter(options = {}) {
       return host.run(manifestPath, trigger);
     },
     retries: o.retries,
+    log: (record) => log(record),
   });
 
   const declares = deepFreeze({

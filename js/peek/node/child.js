@@ -6,7 +6,11 @@
 // from the parent's shape description, installs globalThis.app, window.app
 // and the guarded fetch, imports the worker, and runs the entry the parent
 // names. One job per process: the parent kills it when the run ends.
+// Messages go both ways as frames on fd 3 (../protocol/frames.js).
 const Module = require('node:module');
+// Loaded before the import refusal is in place: the frame pipe to the parent.
+const net = require('node:net');
+const { encodeFrame, frameReader } = require('../protocol/frames');
 const { pathToFileURL } = require('node:url');
 const path = require('node:path');
 const { createRealmRuntime } = require('../protocol/realm-side');
@@ -77,23 +81,44 @@ for (const name of ['WebSocket', 'EventSource']) {
   } catch {}
 }
 
+// The realm protocol's pipe to the parent (fd 3, process.js): frames both
+// ways. There is no IPC channel: process.send does not exist here.
+const pipe = new net.Socket({ fd: 3, readable: true, writable: true });
+const send = (m) => {
+  const frame = encodeFrame(m); // throws for a value that cannot cross
+  if (pipe.destroyed || !pipe.writable) return false;
+  pipe.write(frame);
+  return true;
+};
+
 // A run never outlives its supervisor: if the parent dies (even SIGKILLed),
-// the channel closes and so does this process.
-process.on('disconnect', () => process.exit(70));
+// the pipe closes and so does this process.
+pipe.on('end', () => process.exit(70));
+pipe.on('close', () => process.exit(70));
+pipe.on('error', () => process.exit(70));
 
 const runtime = createRealmRuntime({
-  // process.send throws for a value it cannot serialize: the runtime reports
+  // encodeFrame throws for a value it cannot serialize: the runtime reports
   // that instead of the value.
-  send: (m) => process.send(m),
+  send,
   load: (job) => {
     scan?.scan(job.href);
     return import(job.href);
   },
 });
-process.on('message', (m) => runtime.onMessage(m));
+// The parent is trusted; its frames are not budgeted.
+const reader = frameReader({
+  onMessage: (m) => runtime.onMessage(m),
+  onViolation: (reason) => {
+    process.stderr.write(`the run's process could not read its parent's frames: ${reason}\n`);
+    process.exit(70);
+  },
+  budget: { framesPerSecond: Infinity, framesBurst: Infinity, bytesPerSecond: Infinity, bytesBurst: Infinity },
+});
+pipe.on('data', (chunk) => reader.push(chunk));
 
 prepareScan().then(
-  () => process.send({ t: 'ready', origin: performance.timeOrigin, at: now() }),
+  () => send({ t: 'ready', origin: performance.timeOrigin, at: now() }),
   (err) => {
     process.stderr.write(`the run's process could not prepare the import refusal: ${err?.stack ?? err}\n`);
     process.exit(70);

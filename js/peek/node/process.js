@@ -1,21 +1,34 @@
 'use strict';
-// Forking a run's process: a fresh Node with nothing but child.js loaded, a
+// Starting a run's process: a fresh Node with nothing but child.js loaded, a
 // heap ceiling, an environment reduced to an allowlist (the supervisor's own
 // environment may hold credentials, PEEK_CREDENTIAL_*, and a child inherits
 // everything by default), and stdout/stderr piped so worker output reaches
 // the log sink instead of the supervisor's terminal.
-const { fork } = require('node:child_process');
+//
+// The realm protocol goes over a pipe of its own (fd 3) in frames
+// (../protocol/frames.js), not over Node's IPC channel: the child has no
+// process.send, no 'message' events, none of Node's internal IPC commands,
+// and every byte that comes back is read by code that treats it as hostile.
+// The worker runs in that process and can write to fd 3 itself: what it can
+// forge there is checked like anything else, and hurts its own run only.
+const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { codes, peekError } = require('../errors');
+const { frameReader, checkRealmMessage, encodeFrame } = require('../protocol/frames');
 
 const CHILD = path.join(__dirname, 'child.js');
+/** The child's end of the frame pipe. */
+const FRAME_FD = 3;
 /** Variables a run's process keeps; everything else is dropped. */
 const ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT', 'NODE_DEBUG'];
 // Before Node 22.15 the child walks the worker's graph with Node's resolver
 // (prescan.js), which needs import.meta.resolve's parent argument.
 const EXEC_ARGV = typeof require('node:module').registerHooks === 'function' ? [] : ['--experimental-import-meta-resolve'];
+/** After the process exited, how long its pipes may stay open (a descendant holding them) before they are destroyed. */
+const STDIO_GRACE_MS = 500;
 
 const now = () => performance.timeOrigin + performance.now();
+const READY_ONLY = new Set(['ready']);
 
 /** The environment a run's process gets: the allowlisted part of this one. */
 function runEnv() {
@@ -25,8 +38,13 @@ function runEnv() {
 }
 
 /**
- * Forks a run's process. Resolves `ready` when the child has booted (import
+ * Starts a run's process. Resolves `ready` when the child has booted (import
  * refusal in place, nothing of a worker loaded).
+ *
+ * `frames` is the process's frame pipe: `send(message)` (throws for a value
+ * that cannot cross), and `attach({ onMessage, onViolation })` for whoever
+ * takes the process (the realm); until then only 'ready' is accepted. A
+ * violation kills the process at once (SIGKILL): nothing more of it is read.
  * @param {{ memoryMb: number, uid?: number, gid?: number }} options
  *   uid/gid: run the process as this user and group (the supervisor must be
  *   allowed to, e.g. root); then it cannot read the supervisor's memory,
@@ -35,43 +53,106 @@ function runEnv() {
 function forkRunProcess({ memoryMb, uid, gid }) {
   const env = runEnv();
   const forkAt = now();
-  const proc = fork(CHILD, [], {
-    execArgv: [`--max-old-space-size=${memoryMb}`, ...EXEC_ARGV],
+  const proc = spawn(process.execPath, [`--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD], {
     env,
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    serialization: 'advanced',
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     ...(uid !== undefined ? { uid } : {}),
     ...(gid !== undefined ? { gid } : {}),
   });
-  const exited = new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal, at: now() })));
+  const pipe = proc.stdio[FRAME_FD];
+  let violation = null;
+  let handler = null;
+  let booted = false;
+  let readyResolve;
+  let readyReject;
   const ready = new Promise((resolve, reject) => {
-    const onMessage = (m) => {
-      if (m && m.t === 'ready') {
-        proc.off('message', onMessage);
-        resolve({ origin: m.origin, at: m.at });
-      }
-    };
-    proc.on('message', onMessage);
-    proc.once('error', reject);
-    exited.then(({ code, signal }) => reject(peekError(codes.CRASHED, `the run's process exited while booting (code ${code}, signal ${signal})${uid !== undefined ? `; it runs as uid ${uid}: can that user read ${CHILD} and the worker's files?` : ''}`)));
+    readyResolve = resolve;
+    readyReject = reject;
   });
   ready.catch(() => {});
-  return { proc, forkAt, ready, exited };
+
+  const violate = (reason) => {
+    if (violation !== null) return;
+    violation = reason;
+    proc.kill('SIGKILL');
+    pipe?.destroy();
+    readyReject(peekError(codes.PROTOCOL, `the run's process broke the frame protocol while booting: ${reason}`));
+    handler?.onViolation(reason);
+  };
+  const reader = frameReader({
+    onMessage: (value) => {
+      if (!booted) {
+        const m = checkRealmMessage(value, { allow: READY_ONLY });
+        booted = true;
+        readyResolve({ origin: m.origin, at: m.at });
+        return;
+      }
+      if (handler === null) return violate('it sent a message before it was given a job');
+      handler.onMessage(value);
+    },
+    onViolation: violate,
+  });
+  pipe?.on('data', (chunk) => reader.push(chunk));
+  pipe?.on('error', () => {}); // the process is gone: its exit reports the run
+  proc.once('error', (err) => readyReject(err));
+
+  let exitedResolve;
+  const exited = new Promise((resolve) => {
+    exitedResolve = resolve;
+  });
+  let exitInfo = null;
+  proc.once('exit', (code, signal) => {
+    exitInfo = { code, signal, at: now() };
+    // Whatever the process left holding its pipes (a descendant), the exit
+    // is reported: its pipes are destroyed after a short grace.
+    const t = setTimeout(() => {
+      for (const s of proc.stdio) s?.destroy?.();
+      exitedResolve(exitInfo);
+    }, STDIO_GRACE_MS);
+    t.unref();
+  });
+  proc.once('close', () => exitedResolve(exitInfo ?? { code: proc.exitCode, signal: proc.signalCode, at: now() }));
+  exited.then(({ code, signal }) =>
+    readyReject(
+      peekError(
+        codes.CRASHED,
+        `the run's process exited while booting (code ${code}, signal ${signal})${uid !== undefined ? `; it runs as uid ${uid}: can that user read ${CHILD} and the worker's files?` : ''}`,
+      ),
+    ),
+  );
+
+  const frames = {
+    /** Sends one message; throws for a value that cannot cross; false once the pipe is gone. */
+    send(message) {
+      const frame = encodeFrame(message);
+      if (violation !== null || !pipe || pipe.destroyed || !pipe.writable) return false;
+      pipe.write(frame);
+      return true;
+    },
+    attach(h) {
+      handler = h;
+      if (violation !== null) h.onViolation(violation);
+    },
+    /** The violation that ended the process, if one did. */
+    get violation() {
+      return violation;
+    },
+    violate,
+  };
+  return { proc, forkAt, ready, exited, frames };
 }
+
+const streams = (proc) => [proc.stdout, proc.stderr, proc.stdio[FRAME_FD]];
 
 /** Lets a process that only holds an idle spare exit; `hold` undoes it. */
 function release(proc) {
   proc.unref();
-  proc.channel?.unref();
-  proc.stdout?.unref?.();
-  proc.stderr?.unref?.();
+  for (const s of streams(proc)) s?.unref?.();
 }
 
 function hold(proc) {
   proc.ref();
-  proc.channel?.ref();
-  proc.stdout?.ref?.();
-  proc.stderr?.ref?.();
+  for (const s of streams(proc)) s?.ref?.();
 }
 
-module.exports = { forkRunProcess, runEnv, release, hold, now };
+module.exports = { forkRunProcess, runEnv, release, hold, now, FRAME_FD };

@@ -1,15 +1,16 @@
 'use strict';
 // One run's process, seen from the supervisor: the realm protocol
-// (../protocol/host-side.js, shared with the workerd adapter) over IPC to
-// child.js. The api calls the child sends are answered against the api object
+// (../protocol/host-side.js, shared with the workerd adapter) in frames over
+// the process's fd 3 pipe to child.js (./process.js, ../protocol/frames.js). The api calls the child sends are answered against the api object
 // the host built, which stays in this process with the store and the
 // credential it closes over. This file adds what is Node's own: the process,
-// its stdout/stderr as log records, the heap ceiling's crash report, and
-// close() by SIGKILL.
-const readline = require('node:readline');
+// its stdout/stderr as log records (lines and bytes within the output
+// budget: past it the run is ended, ERR_PEEK_PROTOCOL), the heap ceiling's
+// crash report, and close() by SIGKILL.
 const { RealmClient } = require('../protocol/host-side');
 const { codes, peekError } = require('../errors');
 const { now } = require('./process');
+const { lineReader } = require('../protocol/frames');
 
 class NodeRealm extends RealmClient {
   #p;
@@ -18,6 +19,7 @@ class NodeRealm extends RealmClient {
   #stderrTail = [];
   #sawOom = false;
   #killedByUs = false;
+  #output = { bytes: 0 };
 
   /**
    * @param {ReturnType<import('./process').forkRunProcess>} p the process, from the spare pool
@@ -31,7 +33,7 @@ class NodeRealm extends RealmClient {
     this.#memoryMb = memoryMb;
     this.timing.forkAt = p.forkAt;
     const { proc } = p;
-    proc.on('message', (m) => this._receive(m));
+    p.frames.attach({ onMessage: (m) => this._receive(m), onViolation: (reason) => this._violation(reason) });
     this.#pipe(proc.stdout, 'info');
     this.#pipe(proc.stderr, 'warn');
     p.exited.then((exit) => this.#onExit(exit));
@@ -51,8 +53,14 @@ class NodeRealm extends RealmClient {
   }
 
   _send(m) {
-    const { proc } = this.#p;
-    if (proc.connected) proc.send(m, () => {});
+    this.#p.frames.send(m);
+  }
+
+  /** A violation: the process is SIGKILLed now, nothing more of it is read. */
+  _terminate(reason) {
+    this.#killedByUs = true;
+    this.timing.killAt ??= now();
+    this.#p.frames.violate(reason);
   }
 
   _job(manifest) {
@@ -81,15 +89,22 @@ class NodeRealm extends RealmClient {
 
   #pipe(stream, level) {
     if (!stream) return;
-    const lines = readline.createInterface({ input: stream });
-    lines.on('line', (line) => {
-      if (level === 'warn') {
-        if (/Reached heap limit|JavaScript heap out of memory/.test(line)) this.#sawOom = true;
-        this.#stderrTail.push(line);
-        if (this.#stderrTail.length > 5) this.#stderrTail.shift();
-      }
-      this.#log({ level, worker: this.manifest.name, args: [line] });
+    const lines = lineReader({
+      name: level === 'warn' ? 'stderr' : 'stdout',
+      total: this.#output,
+      onViolation: (reason) => this._violation(reason),
+      onLine: (line) => {
+        if (level === 'warn') {
+          if (/Reached heap limit|JavaScript heap out of memory/.test(line)) this.#sawOom = true;
+          this.#stderrTail.push(line.length > 500 ? `${line.slice(0, 500)}…` : line);
+          if (this.#stderrTail.length > 5) this.#stderrTail.shift();
+        }
+        this.#log({ level, worker: this.manifest.name, args: [line] });
+      },
     });
+    stream.on('data', (chunk) => lines.push(chunk));
+    stream.on('end', () => lines.end());
+    stream.on('error', () => {});
   }
 
   #onExit({ code, signal }) {

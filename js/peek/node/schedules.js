@@ -13,14 +13,31 @@
 // - an alarm leaves the disk only after its handler returned, so a run cut
 //   short by a crash runs again (at least once);
 // - a handler that throws is fired again at 1 s, 2 s, 4 s … with the same
-//   scheduledTime, which is how a failed run is retried (up to `retries`).
+//   scheduledTime, which is how a failed run is retried (up to `retries`);
+// - a run that broke the realm protocol (ERR_PEEK_PROTOCOL) is not retried:
+//   that is the worker's doing, not bad luck;
+// - a schedule whose slots keep failing backs off: after the second failed
+//   slot in a row the next run waits 1, 3, 7 … more intervals (capped at
+//   BACKOFF_CAP_MS), so a crashing worker costs a run now and then, not a
+//   crash loop; one run that succeeds ends the backoff.
 const { DurableWorker } = require('../../index');
 const { nextAfter } = require('../schedule-spec');
-const { toPlainError } = require('../errors');
+const { codes, toPlainError } = require('../errors');
+
+/** The longest a failing schedule's backoff adds before its next slot. */
+const BACKOFF_CAP_MS = 10 * 60_000;
+/** Failures a retry does not help. */
+const NO_RETRY = new Set([codes.PROTOCOL]);
+
+/** Added wait before the next slot after `failures` failed slots in a row. */
+function backoffMs(failures, intervalMs) {
+  if (failures < 2) return 0;
+  return Math.min(intervalMs * (2 ** Math.min(failures - 1, 30) - 1), BACKOFF_CAP_MS);
+}
 
 /**
  * The PeekWorker class for one adapter.
- * @param {{ run: (manifestPath: string, trigger: object) => Promise<object>, retries: number }} ctl
+ * @param {{ run: (manifestPath: string, trigger: object) => Promise<object>, retries: number, log?: (record: object) => void }} ctl
  */
 function peekWorkerClass(ctl) {
   return class PeekWorker extends DurableWorker {
@@ -64,10 +81,18 @@ function peekWorkerClass(ctl) {
       const result = await ctl.run(s.manifestPath, { kind: 'schedule', scheduledFor: scheduledTime });
       // Throwing hands the retry to the alarm: it comes back with a backoff
       // and the same scheduledTime. After the last retry, move on.
-      if (!result.ok && retryCount < ctl.retries) throw result.error;
-      await this.state.setAlarm(nextAfter(scheduledTime, s.intervalMs, Date.now()));
+      if (!result.ok && retryCount < ctl.retries && !NO_RETRY.has(result.error?.code)) throw result.error;
+      const failures = result.ok ? 0 : (this.state.get('failures') ?? 0) + 1;
+      if (failures > 0) this.state.set('failures', failures);
+      else if (this.state.has('failures')) this.state.delete('failures');
+      const wait = backoffMs(failures, s.intervalMs);
+      const next = nextAfter(scheduledTime, s.intervalMs, Date.now() + wait);
+      if (wait > 0) {
+        ctl.log?.({ level: 'warn', worker: this.id, args: [`${failures} scheduled runs in a row failed (last: ${result.error?.code ?? result.error?.message}); backing off, next run ${new Date(next).toISOString()}`] });
+      }
+      await this.state.setAlarm(next);
     }
   };
 }
 
-module.exports = { peekWorkerClass };
+module.exports = { peekWorkerClass, backoffMs, BACKOFF_CAP_MS };

@@ -21,12 +21,22 @@
 // a transport may deliver 'result' and 'settled' in one tick, before the code
 // that awaited 'result' has asked for 'settled'. A waiter registered late
 // finds its answer there instead of waiting for one that already came.
+//
+// Nothing from a realm is believed: every message is checked against the
+// protocol (./frames.js, checkRealmMessage: its type, its fields and their
+// types) and only the checked copy is used; an answer comes once, in its
+// turn. A message that fails is a violation: `_violation(reason)` ends the
+// run with ERR_PEEK_PROTOCOL, logged, and the transport's `_terminate()`
+// ends the realm (the Node adapter SIGKILLs the process).
 const { describeShape, functionAt } = require('../api-shape');
 const { LOCAL } = require('../api');
 const { guardedFetch } = require('../node/guarded-fetch');
-const { toPlainError, fromPlainError } = require('../errors');
+const { codes, peekError, toPlainError, fromPlainError } = require('../errors');
+const { checkRealmMessage, ProtocolViolation } = require('./frames');
 
 const ANSWERS = new Set(['loaded', 'result', 'settled']);
+/** What a realm may send once it has a job ('ready' is the Node process's own, before). */
+const FROM_REALM = new Set(['loaded', 'result', 'settled', 'call', 'cast', 'net']);
 
 class RealmClient {
   #manifest;
@@ -37,6 +47,8 @@ class RealmClient {
   #waiters = new Map();
   #inbox = new Map();
   #ended = null;
+  #violation = null;
+  #answered = new Set();
   /** Timestamps (epoch ms, fractional) for the benchmark's breakdown, where the transport reports them. */
   timing = {};
 
@@ -170,10 +182,23 @@ class RealmClient {
     this.#inbox.delete(kind);
   }
 
-  /** Every message from the realm comes through here. */
-  _receive(m) {
-    if (!m || typeof m.t !== 'string') return;
+  /** Every message from the realm comes through here; it never throws. */
+  _receive(raw) {
+    if (this.#violation !== null) return;
+    let m;
+    try {
+      m = checkRealmMessage(raw, { allow: FROM_REALM });
+    } catch (err) {
+      this._violation(err instanceof ProtocolViolation ? err.message : `a message could not be checked (${err?.message ?? err})`);
+      return;
+    }
+    // Once the run is over, nothing of the worker may act any more.
+    if (this.#status === 'done' || this.#status === 'closed') return;
     if (ANSWERS.has(m.t)) {
+      if (this.#answered.has(m.t)) return this._violation(`it sent a second '${m.t}'`);
+      const inTurn = m.t === 'loaded' ? this.#status === 'open' : m.t === 'result' ? this.#status === 'running' : this.#answered.has('result');
+      if (!inTurn) return this._violation(`it sent '${m.t}' out of turn (the run is ${this.#status})`);
+      this.#answered.add(m.t);
       const waiter = this.#waiters.get(m.t);
       if (waiter) {
         this.#waiters.delete(m.t);
@@ -183,11 +208,41 @@ class RealmClient {
       }
       return;
     }
-    // Once the run is over, nothing of the worker may act any more.
-    if (this.#status === 'done' || this.#status === 'closed') return;
-    if (m.t === 'call' || m.t === 'cast') this.#answer(m);
-    else if (m.t === 'net') this.#netLog(m);
+    if (m.t === 'call' || m.t === 'cast') {
+      this.#answer(m).catch((err) => this.#log({ level: 'error', worker: this.#manifest.name, args: [`answering api.${m.path.join('.')} failed:`, err?.message ?? String(err)] }));
+    } else if (m.t === 'net') this.#netLog(m);
   }
+
+  /**
+   * The realm broke the protocol or a budget: the run ends with
+   * ERR_PEEK_PROTOCOL naming the worker and `reason`, logged; every answer
+   * still awaited fails with it; the transport ends the realm. Once only.
+   */
+  _violation(reason) {
+    if (this.#violation !== null) return;
+    const name = this.#manifest.name;
+    const err = peekError(codes.PROTOCOL, `worker ${name}: the run was ended for breaking the realm protocol: ${reason}`);
+    this.#violation = err;
+    this.#log({ level: 'error', worker: name, args: [err.message] });
+    try {
+      this._terminate(reason);
+    } finally {
+      if (this.#status !== 'closed') this.#status = 'done';
+      this.#ended = err;
+      const waiting = [...this.#waiters.values()];
+      this.#waiters.clear();
+      this.#inbox.clear();
+      for (const w of waiting) w.reject(err);
+    }
+  }
+
+  /** The violation that ended the run, or null. */
+  get violation() {
+    return this.#violation;
+  }
+
+  /** Ends the realm after a violation (the transport's; by default nothing: close() follows). */
+  _terminate(reason) {}
 
   /**
    * The transport is gone: every answer still awaited fails with `err`
@@ -197,7 +252,7 @@ class RealmClient {
   _ended(why) {
     const byUs = this.#status === 'done' || this.#status === 'closed';
     this.#status = 'closed';
-    const err = why(byUs);
+    const err = this.#violation ?? why(byUs);
     this.#ended = err;
     const waiting = [...this.#waiters.values()];
     this.#waiters.clear();
