@@ -1,8 +1,10 @@
 'use strict';
 // Attacks on pubsub and commands (issue 24, item 6), each a probe worker run
-// through the real host: `peek serve` for the first, a supervisor in this
-// process on the in-process bus for the rest (the test's own channel on that
-// bus is the outside commander, and sees what the probes leak).
+// through the real host: `peek serve` on its in-process bus and over a
+// WebSocket hub (this file's, speaking the channel's frames), and a
+// supervisor in this process on the in-process bus (the test's own channel
+// on that bus is the outside commander, and sees what the probes leak).
+// Every test here failed before the fix (0f69828).
 //
 // The holes: a worker granted only `pubsub` published to cmd:execute:<other>
 // and ran another worker's command; a subscription such as "*" or "c*" woke a
@@ -221,4 +223,92 @@ test.serial('a worker granted commands sends only those, picks no reply topic, a
     heard.filter((m) => m.topic === 'leak'),
     [],
   );
+});
+
+/** A pubsub hub speaking the channel's JSON frames: records publishes, forwards them to matching subscribers. */
+async function hub(t) {
+  const http = require('node:http');
+  const { WebSocketServer } = require('ws');
+  const server = http.createServer();
+  const wss = new WebSocketServer({ server });
+  const h = { published: [], subscribed: [], subs: new Map() };
+  const matches = (topics, topic) => [...topics].some((s) => s === topic || (s.endsWith('*') && topic.startsWith(s.slice(0, -1))));
+  const forward = (topic, message) => {
+    for (const [ws, topics] of h.subs) if (ws.readyState === 1 && matches(topics, topic)) ws.send(JSON.stringify({ type: 'message', topic, message }));
+  };
+  wss.on('connection', (ws) => {
+    h.subs.set(ws, new Set());
+    ws.on('close', () => h.subs.delete(ws));
+    ws.on('message', (data) => {
+      const m = JSON.parse(String(data));
+      if (m.type === 'subscribe') {
+        m.topics.forEach((x) => h.subs.get(ws).add(x));
+        h.subscribed.push(...m.topics);
+      }
+      if (m.type === 'publish') {
+        h.published.push({ topic: m.topic, message: m.message });
+        forward(m.topic, m.message);
+      }
+    });
+  });
+  h.send = (topic, message) => {
+    h.published.push({ topic, message, fromTest: true });
+    forward(topic, message);
+  };
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  h.url = `ws://127.0.0.1:${server.address().port}`;
+  t.teardown(() => {
+    for (const ws of h.subs.keys()) ws.terminate();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return h;
+}
+
+test.serial('peek serve over a WebSocket hub: the same rules, a commander’s cmd:result: reply, and a worker’s reply back through the hub', async (t) => {
+  const workers = path.join(tmpDir(t), 'workers');
+  install(workers, 'victim', VICTIM(), { capabilities: { pubsub: {} } });
+  install(
+    workers,
+    'attacker',
+    `export default async (api) => {
+      try { await api.publish('cmd:execute:victim', { params: { evil: true } }); await api.publish('attack', 'sent'); }
+      catch (err) { await api.publish('attack', err.code); }
+    };`,
+    { schedule: 'every 1s', capabilities: { pubsub: {} } },
+  );
+  install(
+    workers,
+    'commander',
+    `export default async (api, ctx) => {
+      if (ctx.trigger.topic.startsWith('cmd:reply:')) return api.publish('got', ctx.trigger.message);
+      await api.publish('sent', await api.publish('cmd:execute:victim', { params: { n: 3 } }));
+    };`,
+    { capabilities: { pubsub: { subscribe: ['go'], commands: ['victim'] } } },
+  );
+  const h = await hub(t);
+  const s = serve(t, workers, ['--channel', h.url]);
+  await until(() => h.subscribed.includes('cmd:reply:*') && h.subscribed.includes('go'), 20_000, () => `the supervisor to subscribe; ${JSON.stringify(h.subscribed)}; stderr ${s.stderr()}`);
+  const topics = () => h.published.map((p) => p.topic);
+  await until(() => h.published.filter((p) => p.topic === 'attack').length >= 2, 30_000, () => `two attacker runs; ${JSON.stringify(topics())}`);
+  t.deepEqual([...new Set(h.published.filter((p) => p.topic === 'attack').map((p) => p.message))], ['ERR_PEEK_PUBSUB_DENIED']);
+
+  const reply = `cmd:result:${randomUUID()}`;
+  h.send('cmd:execute:victim', { params: { n: 1 }, resultTopic: reply });
+  const mine = await until(() => h.published.find((p) => p.topic === reply), 20_000, () => `the result; ${JSON.stringify(topics())}`);
+  t.like(mine.message, { ok: true, value: { params: { n: 1 } } });
+
+  h.send('go', {});
+  const got = await until(() => h.published.find((p) => p.topic === 'got'), 20_000, () => `the commander’s reply; ${JSON.stringify(topics())}; stderr ${s.stderr()}`);
+  t.like(got.message, { ok: true, value: { params: { n: 3 } } });
+  t.regex(h.published.find((p) => p.topic === 'sent').message.resultTopic, /^cmd:reply:commander:/);
+  // Only the commander's and the test's commands reached the hub.
+  t.deepEqual(
+    h.published.filter((p) => p.topic.startsWith('cmd:execute:')).map((p) => [p.topic, p.message.params, Boolean(p.fromTest)]),
+    [
+      ['cmd:execute:victim', { n: 1 }, true],
+      ['cmd:execute:victim', { n: 3 }, false],
+    ],
+  );
+  s.proc.kill('SIGTERM');
+  await s.exited;
 });
