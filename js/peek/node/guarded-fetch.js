@@ -108,25 +108,26 @@ if (dataProperty('Request') !== undefined && dataProperty('Headers') !== undefin
 /**
  * Node: the resolver, the socket openers and the Agent class of the undici
  * that Node's fetch is (found through the global dispatcher it installs when
- * it loads; Node exposes no Agent). Null elsewhere. Agent is null if another
- * dispatcher replaced Node's before the first guard was made: names are then
- * still resolved and checked, but the platform resolves them again to connect.
+ * it loads; Node exposes no Agent). Null elsewhere, and if another dispatcher
+ * replaced Node's before the first guard was made: then names are not
+ * resolved here, as on workerd.
  */
 let node;
 function takeNode() {
   if (node !== undefined) return node;
   node = null;
   if (getBuiltinModule === null || loadFetch === undefined) return null;
-  const dns = getBuiltinModule('node:dns');
-  const net = getBuiltinModule('node:net');
-  const tls = getBuiltinModule('node:tls');
-  if (!dns || !net || !tls) return null;
   takeWeb(); // loads Node's undici, which installs its global dispatcher
   let Agent = null;
   for (let i = 0; i < UNDICI_DISPATCHERS.length && Agent === null; i++) {
     const ctor = globalThis[UNDICI_DISPATCHERS[i]]?.constructor;
     if (typeof ctor === 'function' && ctor.name === 'Agent') Agent = ctor;
   }
+  if (Agent === null) return null; // not Node's fetch (workerd has getBuiltinModule too)
+  const dns = getBuiltinModule('node:dns');
+  const net = getBuiltinModule('node:net');
+  const tls = getBuiltinModule('node:tls');
+  if (!dns || !net || !tls) return null;
   node = Object.freeze({
     Agent,
     lookup: dns.lookup,
@@ -210,7 +211,7 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
       finish(err);
     });
   };
-  const dispatcher = n?.Agent ? new n.Agent({ connect }) : null;
+  const dispatcher = n ? new n.Agent({ connect }) : null;
 
   /** The one answer for a name in this run: { ip, refused } where refused is an answer not granted. */
   const resolve = (hostname) =>
