@@ -23,7 +23,29 @@ const NOBODY = 65534;
 function cannotSwitchUser() {
   if (typeof process.getuid !== 'function') return `${process.platform} has no uids`;
   if (process.getuid() !== 0) return `not root (uid ${process.getuid()}): only root may start a process as uid ${NOBODY}`;
-  return null;
+  return whyNodeUnrunnable();
+}
+
+/**
+ * Why uid 65534 can run neither this node nor a copy of it, or null. A copy
+ * fails where node is not self-contained: a musl Node from a private folder
+ * needs its loader and libraries from that folder (.ci/musl.sh).
+ */
+function whyNodeUnrunnable() {
+  const run = (node) => spawnSync(node, ['-e', '0'], { cwd: '/', uid: NOBODY, gid: NOBODY, stdio: 'ignore' });
+  if (run(process.execPath).status === 0) return null;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-nobody-probe-'));
+  try {
+    fs.chmodSync(dir, 0o755);
+    const copy = path.join(dir, 'node');
+    fs.copyFileSync(process.execPath, copy);
+    fs.chmodSync(copy, 0o755);
+    const r = run(copy);
+    if (r.status === 0) return null;
+    return `uid ${NOBODY} can run neither ${process.execPath} (in a directory it cannot search) nor a copy of it (${r.error?.message ?? `exit ${r.status}, signal ${r.signal}`}): this Node is not self-contained`;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
