@@ -11,6 +11,15 @@
 // and every byte that comes back is read by code that treats it as hostile.
 // The worker runs in that process and can write to fd 3 itself: what it can
 // forge there is checked like anything else, and hurts its own run only.
+//
+// The process leads a process group of its own (detached: setsid), and it is
+// ended by killing the group: what the run started (a grandchild, if it found
+// a way to spawn one) ends with it, at the deadline, at a violation, when the
+// result is in, and when the process exits by itself. A descendant that left
+// the group (setsid again) is not reached; the sandbox's PID namespace is what
+// reaches it (issue 24, item 3). Whatever holds the pipes, the exit is
+// reported STDIO_GRACE_MS after the process ended: run() does not wait on
+// pipes a descendant keeps open.
 const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { codes, peekError } = require('../errors');
@@ -56,6 +65,7 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   const proc = spawn(process.execPath, [`--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD], {
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    detached: true,
     ...(uid !== undefined ? { uid } : {}),
     ...(gid !== undefined ? { gid } : {}),
   });
@@ -74,7 +84,7 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   const violate = (reason) => {
     if (violation !== null) return;
     violation = reason;
-    proc.kill('SIGKILL');
+    killGroup(proc);
     pipe?.destroy();
     readyReject(peekError(codes.PROTOCOL, `the run's process broke the frame protocol while booting: ${reason}`));
     handler?.onViolation(reason);
@@ -103,6 +113,8 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   let exitInfo = null;
   proc.once('exit', (code, signal) => {
     exitInfo = { code, signal, at: now() };
+    // Whatever it started goes with it, however it ended.
+    killGroup(proc);
     // Whatever the process left holding its pipes (a descendant), the exit
     // is reported: its pipes are destroyed after a short grace.
     const t = setTimeout(() => {
@@ -142,6 +154,19 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   return { proc, forkAt, ready, exited, frames };
 }
 
+/**
+ * SIGKILLs a run's process and its process group (everything it started
+ * that stayed in the group).
+ */
+function killGroup(proc) {
+  if (proc.pid !== undefined) {
+    try {
+      process.kill(-proc.pid, 'SIGKILL');
+    } catch {} // ESRCH: nothing left in the group
+  }
+  proc.kill('SIGKILL');
+}
+
 const streams = (proc) => [proc.stdout, proc.stderr, proc.stdio[FRAME_FD]];
 
 /** Lets a process that only holds an idle spare exit; `hold` undoes it. */
@@ -155,4 +180,4 @@ function hold(proc) {
   for (const s of streams(proc)) s?.ref?.();
 }
 
-module.exports = { forkRunProcess, runEnv, release, hold, now, FRAME_FD };
+module.exports = { forkRunProcess, killGroup, runEnv, release, hold, now, FRAME_FD, STDIO_GRACE_MS };

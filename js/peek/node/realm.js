@@ -9,7 +9,7 @@
 // crash report, and close() by SIGKILL.
 const { RealmClient } = require('../protocol/host-side');
 const { codes, peekError } = require('../errors');
-const { now } = require('./process');
+const { now, killGroup } = require('./process');
 const { lineReader } = require('../protocol/frames');
 
 class NodeRealm extends RealmClient {
@@ -69,7 +69,9 @@ class NodeRealm extends RealmClient {
 
   /**
    * Ends the run's process: waits `graceMs` (so an aborted signal can reach
-   * it), then SIGKILL, which also stops a synchronous loop. Resolves on exit.
+   * it), then SIGKILL to its process group, which also stops a synchronous
+   * loop and what the run started. Resolves on exit (within
+   * process.js's STDIO_GRACE_MS of it, whatever holds the pipes).
    */
   async close({ graceMs = 0 } = {}) {
     if (this.status === 'closed') return;
@@ -81,7 +83,7 @@ class NodeRealm extends RealmClient {
     this._markDone();
     this.timing.killAt = now();
     this.#killedByUs = true;
-    proc.kill('SIGKILL');
+    killGroup(proc); // and whatever it started, in its process group
     const exit = await this.#p.exited;
     this.timing.exitAt = exit.at;
     this._markClosed();

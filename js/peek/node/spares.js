@@ -5,7 +5,7 @@
 // latency) without giving up a fresh module graph per run: the spare has not
 // imported anything a worker could have touched, and it is used once.
 const { AsyncResource } = require('node:async_hooks');
-const { forkRunProcess, release, hold } = require('./process');
+const { forkRunProcess, killGroup, release, hold } = require('./process');
 const { codes, peekError } = require('../errors');
 
 class Spares {
@@ -61,7 +61,7 @@ class Spares {
     await Promise.all(
       all.map((p) => {
         hold(p.proc); // an unref'd process would not keep us waiting for its exit
-        p.proc.kill('SIGKILL');
+        killGroup(p.proc);
         return p.exited;
       }),
     );

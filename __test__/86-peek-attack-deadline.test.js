@@ -1,0 +1,124 @@
+'use strict';
+// The attack suite, deadline part (issue 24, item 2): a run's process and
+// whatever it starts end at the deadline and when the result is in, without
+// the run's cooperation, and `peek run` answers within a bounded grace after
+// the deadline whatever the run did to its stdio.
+//
+// A worker cannot load node:child_process (refused.js), but Node 20 still
+// hands it process.binding('spawn_sync'), and with it a shell: these workers
+// start grandchildren that way. The process group reaches those that stay in
+// it; one that leaves it (setsid) is out of reach until the per-run PID
+// namespace (item 3), and the last test says so while still holding the
+// bound on run().
+const test = require('ava');
+const fs = require('node:fs');
+const { worker, runCli } = require('./helpers/peek');
+const { tmpDir } = require('./helpers/tmp');
+const { until } = require('./helpers/poll');
+
+/** The worker's own way to start `sh -c <script>` and read its stdout. */
+const SPAWN = `
+const sh = (script, stdout = 'pipe') => {
+  const r = process.binding('spawn_sync').spawn({
+    file: '/bin/sh',
+    args: ['/bin/sh', '-c', script],
+    envPairs: ['PATH=' + (process.env.PATH ?? '/usr/bin:/bin')],
+    stdio: [{ type: 'ignore' }, stdout === 'pipe' ? { type: 'pipe', readable: true, writable: true } : { type: 'fd', fd: 1 }, { type: 'fd', fd: 2 }],
+  });
+  if (r.error || r.status !== 0) throw new Error('spawn failed: ' + (r.error ?? 'status ' + r.status));
+  return stdout === 'pipe' ? String(r.output[1]).trim() : '';
+};
+`;
+
+/** Whether `pid` is a live process (a zombie is not: it runs nothing). */
+function alive(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state !== 'Z' && state !== 'X';
+}
+
+const killLater = (t, pids) =>
+  t.teardown(() => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+  });
+
+const pidsIn = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : []);
+
+test('what a run started ends when its result is in', async (t) => {
+  const dir = tmpDir(t);
+  const file = worker(dir, 'spawner', `${SPAWN}
+export default () => Number(sh('sleep 60 >/dev/null 2>&1 & echo $!'));`);
+  const r = await runCli(file);
+  t.is(r.code, 0, r.stderr);
+  const pid = r.run.value;
+  killLater(t, [pid]);
+  t.true(Number.isInteger(pid) && pid > 0, `the worker started a grandchild (${pid})`);
+  await until(() => !alive(pid), 2000, `the grandchild ${pid} to be gone`).catch(() => {});
+  t.false(alive(pid), `the grandchild ${pid} outlived the run`);
+});
+
+test('at the deadline the run, its grandchildren and a grandchild holding its stdout all end, and peek run answers within a bounded grace', async (t) => {
+  const dir = tmpDir(t);
+  const pidFile = `${dir}/pids`;
+  const file = worker(
+    dir,
+    'holder',
+    `${SPAWN}
+export default async () => {
+  // A grandchild that keeps the run's stdout and stderr open, one in the background,
+  // and the run itself ignoring its signal.
+  sh('sleep 60 & echo $! >> ${pidFile}', 'inherit');
+  sh('sleep 60 >/dev/null 2>&1 & echo $! >> ${pidFile}', 'inherit');
+  process.removeAllListeners();
+  setInterval(() => {}, 1000);
+  await new Promise(() => {});
+};`,
+    { limits: { wallClockMs: 1500 } },
+  );
+  const r = await runCli(file, [], { timeoutMs: 30_000 });
+  const pids = pidsIn(pidFile);
+  killLater(t, pids);
+  t.is(r.signal, null, `peek run answered (it was killed after 30 s otherwise); ${r.stderr.slice(0, 500)}`);
+  t.is(r.run?.error?.code, 'ERR_PEEK_DEADLINE', JSON.stringify(r.run));
+  t.true(r.ms < 1500 + 3500, `peek run ended ${r.ms} ms after it started (deadline 1500 ms)`);
+  t.is(pids.length, 2, 'two grandchildren were started');
+  await until(() => pids.every((p) => !alive(p)), 2000, 'the grandchildren to be gone').catch(() => {});
+  t.deepEqual(
+    pids.filter((p) => alive(p)),
+    [],
+    'no grandchild outlived the deadline',
+  );
+});
+
+test('a grandchild that leaves the process group (setsid) and holds every pipe: peek run still answers within the grace (the PID namespace of item 3 is what ends it)', async (t) => {
+  const dir = tmpDir(t);
+  const pidFile = `${dir}/pids`;
+  const file = worker(
+    dir,
+    'escaper',
+    `${SPAWN}
+export default async () => {
+  sh('setsid sleep 60 & echo $! >> ${pidFile}', 'inherit');
+  setInterval(() => {}, 1000);
+  await new Promise(() => {});
+};`,
+    { limits: { wallClockMs: 1500 } },
+  );
+  const r = await runCli(file, [], { timeoutMs: 30_000 });
+  const pids = pidsIn(pidFile);
+  killLater(t, pids);
+  t.is(r.signal, null, `peek run answered (it was killed after 30 s otherwise); ${r.stderr.slice(0, 500)}`);
+  t.is(r.run?.error?.code, 'ERR_PEEK_DEADLINE', JSON.stringify(r.run));
+  t.true(r.ms < 1500 + 3500, `peek run ended ${r.ms} ms after it started (deadline 1500 ms)`);
+  t.is(pids.length, 1);
+  t.log(`the grandchild that left the group is ${alive(pids[0]) ? 'still running' : 'gone'} after the run`);
+});
