@@ -92,6 +92,7 @@ test('messages that do not fit the protocol end the run: wrong types, unknown ty
     [{ t: 'settled', errors: [] }, /'settled' out of turn/],
     [{ t: 'loaded', ok: true, exports: [] }, /a second 'loaded'/],
     [{ t: 'net', method: 'GET', url: 5, allowed: true }, /net\.url is not a string/],
+    [{ t: 'net', method: 'GET', url: `https://x.example/${'a'.repeat(20_000)}`, allowed: true }, /net\.url is longer than 16384/],
   ];
   const results = [];
   for (const [i, [message]] of cases.entries()) {

@@ -128,8 +128,8 @@ function frameReader({ onMessage, onViolation, maxFrameBytes = MAX_FRAME_BYTES, 
         try {
           onMessage(value);
         } catch (err) {
-          if (err instanceof ProtocolViolation) return violate(err.message);
-          throw err;
+          // Whatever went wrong with this run's message ends this run, not the supervisor.
+          return violate(err instanceof ProtocolViolation ? err.message : `its message could not be handled (${err?.message ?? err})`);
         }
       }
     },
@@ -146,6 +146,7 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 const finite = (v, what) => (typeof v === 'number' && Number.isFinite(v) ? v : fail(`${what} is not a finite number`));
 const str = (v, what) => (typeof v === 'string' ? v : fail(`${what} is not a string`));
 const bool = (v, what) => (typeof v === 'boolean' ? v : fail(`${what} is not a boolean`));
+const short = (v, max, what) => (str(v, what).length <= max ? v : fail(`${what} is longer than ${max} characters`));
 const optStr = (v, what) => (v === undefined || v === null ? undefined : str(v, what));
 
 function plainError(v, what) {
@@ -197,7 +198,11 @@ const REALM_MESSAGES = {
     args: args(m.args, 'call.args'),
   }),
   cast: (m) => ({ t: 'cast', path: apiPath(m.path, 'cast.path'), args: args(m.args, 'cast.args') }),
-  net: (m) => ({ t: 'net', method: str(m.method, 'net.method'), url: str(m.url, 'net.url'), allowed: bool(m.allowed, 'net.allowed') }),
+  net: (m) => {
+    const out = { t: 'net', method: short(m.method, 32, 'net.method'), url: short(m.url, 16 * 1024, 'net.url'), allowed: bool(m.allowed, 'net.allowed') };
+    if (m.address !== undefined) out.address = short(m.address, 64, 'net.address');
+    return out;
+  },
 };
 
 /**

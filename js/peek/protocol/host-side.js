@@ -285,8 +285,10 @@ class RealmClient {
     }
   }
 
-  #netLog({ method, url, allowed }) {
-    this.#log({ level: allowed ? 'info' : 'warn', worker: this.#manifest.name, args: ['fetch', method, url, allowed ? 'allowed' : 'denied'] });
+  #netLog({ method, url, allowed, address }) {
+    const args = ['fetch', method, url, allowed ? 'allowed' : 'denied'];
+    if (address !== undefined) args.push(address);
+    this.#log({ level: allowed ? 'info' : 'warn', worker: this.#manifest.name, args });
   }
 
   /** Sends the abort to the realm when `signal` aborts. */
