@@ -107,6 +107,27 @@ export default async () => {
   for (const [i, [, why]] of cases.entries()) assertProtocol(t, results[i], `bad${i}`, why);
 });
 
+test('a small message whose values expand as the host reads them (shared references, a sparse array) ends the run', async (t) => {
+  const dir = tmpDir(t);
+  // 100 KB referenced 20,000 times: a 100 KB frame, 2 GB as the log line's JSON.
+  const shared = worker(
+    dir,
+    'shared',
+    `export default async (api) => {
+  const o = { s: 'x'.repeat(100_000) };
+  api.log(new Array(20_000).fill(o));
+  await new Promise((r) => setTimeout(r, 3000));
+  return 'survived';
+};`,
+    { capabilities: { log: {} } },
+  );
+  const sparse = worker(dir, 'sparse', 'export default () => { const a = []; a.length = 2 ** 31; return a; };');
+  const a = await runCli(shared);
+  assertProtocol(t, a, 'shared', /cast\.args expands to more than/);
+  const b = await runCli(sparse);
+  assertProtocol(t, b, 'sparse', /result\.value expands to more than/);
+});
+
 test('a frame of garbage bytes ends the run', async (t) => {
   const dir = tmpDir(t);
   const file = worker(dir, 'garbage', `${FORGE}

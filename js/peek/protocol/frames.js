@@ -25,6 +25,15 @@ const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 const FRAME_BUDGET = Object.freeze({ framesPerSecond: 2000, framesBurst: 10000, bytesPerSecond: 32 * 1024 * 1024, bytesBurst: 64 * 1024 * 1024 });
 /** Per-run budgets for the run's stdout and stderr. */
 const OUTPUT_BUDGET = Object.freeze({ maxLineBytes: 256 * 1024, maxTotalBytes: 32 * 1024 * 1024 });
+/**
+ * What one message's values may expand to once decoded. The payload is small
+ * where the graph is big: V8's format keeps shared and cyclic references (one
+ * 100 KB object referenced 20,000 times is a 100 KB frame) and a sparse
+ * array's length, and the host then walks the graph as a tree (a log line's
+ * JSON, a result published): values are counted as that tree, shared ones
+ * each time they are reached, against these limits.
+ */
+const EXPANSION_BUDGET = Object.freeze({ maxValues: 4 * 1024 * 1024, maxBytes: 2 * MAX_FRAME_BYTES });
 /** An api path: at most this many names, each at most this long. */
 const MAX_PATH = 8;
 const MAX_NAME = 128;
@@ -168,7 +177,48 @@ function apiPath(v, what) {
   return v.map((name, i) => (typeof name === 'string' && name.length > 0 && name.length <= MAX_NAME ? name : fail(`${what}[${i}] is not a name of 1 to ${MAX_NAME} characters`)));
 }
 
-const args = (v, what) => (Array.isArray(v) ? v : fail(`${what} is not an array`));
+const args = (v, what) => (Array.isArray(v) ? bounded(v, what) : fail(`${what} is not an array`));
+
+/** `v`, if walking it as a tree stays within EXPANSION_BUDGET; else a violation. */
+function bounded(v, what, { maxValues, maxBytes } = EXPANSION_BUDGET) {
+  let values = 0;
+  let bytes = 0;
+  const over = () => fail(`${what} expands to more than ${maxValues} values or ${maxBytes} bytes once its shared, cyclic or sparse parts are counted as the host reads them`);
+  const add = (n) => {
+    bytes += n;
+    if (bytes > maxBytes) over();
+  };
+  const stack = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (++values > maxValues) over();
+    if (typeof x === 'string') add(x.length);
+    else if (typeof x === 'bigint') add(8);
+    else if (x === null || typeof x !== 'object') continue;
+    else if (ArrayBuffer.isView(x)) add(x.byteLength);
+    else if (x instanceof ArrayBuffer) add(x.byteLength);
+    else if (Array.isArray(x)) {
+      if (x.length > maxValues - values) over();
+      // (named properties of an array are not walked: JSON, the host's tree walk, skips them)
+      for (let i = 0; i < x.length; i++) stack.push(x[i]);
+    } else if (x instanceof Map) {
+      for (const [k, y] of x) stack.push(k, y);
+    } else if (x instanceof Set) {
+      for (const y of x) stack.push(y);
+    } else if (x instanceof Date || x instanceof RegExp || x instanceof Boolean || x instanceof Number) {
+      continue;
+    } else if (x instanceof String) {
+      add(x.length);
+    } else {
+      if (x instanceof Error) stack.push(x.message, x.stack);
+      for (const k of Object.keys(x)) {
+        add(k.length);
+        stack.push(x[k]);
+      }
+    }
+  }
+  return v;
+}
 
 /** Each message a realm may send the host: its check, returning the copy the host uses. */
 const REALM_MESSAGES = {
@@ -185,7 +235,7 @@ const REALM_MESSAGES = {
     const ok = bool(m.ok, 'result.ok');
     const pending = Number.isSafeInteger(m.pending) && m.pending >= 0 ? m.pending : fail('result.pending is not a count');
     const t = timing(m.timing, 'result.timing');
-    return ok ? { t: 'result', ok, value: m.value, pending, timing: t } : { t: 'result', ok, error: plainError(m.error, 'result.error'), pending, timing: t };
+    return ok ? { t: 'result', ok, value: bounded(m.value, 'result.value'), pending, timing: t } : { t: 'result', ok, error: plainError(m.error, 'result.error'), pending, timing: t };
   },
   settled: (m) => {
     if (!Array.isArray(m.errors)) fail('settled.errors is not an array');
@@ -277,4 +327,4 @@ function lineReader({ onLine, onViolation, name, total, budget = OUTPUT_BUDGET }
   };
 }
 
-module.exports = { MAX_FRAME_BYTES, FRAME_BUDGET, OUTPUT_BUDGET, ProtocolViolation, encodeFrame, frameReader, checkRealmMessage, lineReader };
+module.exports = { MAX_FRAME_BYTES, FRAME_BUDGET, OUTPUT_BUDGET, EXPANSION_BUDGET, ProtocolViolation, encodeFrame, frameReader, checkRealmMessage, lineReader };
