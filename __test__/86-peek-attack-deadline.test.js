@@ -122,3 +122,39 @@ export default async () => {
   t.is(pids.length, 1);
   t.log(`the grandchild that left the group is ${alive(pids[0]) ? 'still running' : 'gone'} after the run`);
 });
+
+test('a run that took away its own watch on the supervisor still ends when the supervisor is SIGKILLed', async (t) => {
+  const { SETPRIV } = require('../js/peek/node/process');
+  if (SETPRIV === null) {
+    t.log('no util-linux setpriv here: a run that removes its pipe listeners outlives a killed supervisor');
+    t.pass();
+    return;
+  }
+  const dir = tmpDir(t);
+  const pidFile = `${dir}/pid`;
+  const file = worker(
+    dir,
+    'orphan',
+    `import fs from 'node:fs';
+export default async () => {
+  // The old channel's 'disconnect' and every listener on every handle (the frame pipe's 'end').
+  process.removeAllListeners();
+  for (const h of process._getActiveHandles()) h.removeAllListeners?.();
+  setInterval(() => {}, 1000);
+  fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+  await new Promise(() => {});
+};`,
+    { limits: { wallClockMs: 60_000 } },
+  );
+  const { spawn } = require('node:child_process');
+  const path = require('node:path');
+  const cli = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'durable-workers.js'), 'peek', 'run', file, '--json'], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => cli.once('exit', resolve));
+  t.teardown(() => cli.kill('SIGKILL'));
+  const pid = await until(() => pidsIn(pidFile)[0], 20_000, 'the run to start');
+  killLater(t, [pid]);
+  cli.kill('SIGKILL');
+  await exited;
+  await until(() => !alive(pid), 3000, `the run's process ${pid} to end`).catch(() => {});
+  t.false(alive(pid), `the run's process ${pid} outlived its supervisor`);
+});

@@ -19,8 +19,11 @@
 // the group (setsid again) is not reached; the sandbox's PID namespace is what
 // reaches it (issue 24, item 3). Whatever holds the pipes, the exit is
 // reported STDIO_GRACE_MS after the process ended: run() does not wait on
-// pipes a descendant keeps open.
+// pipes a descendant keeps open. Where util-linux's setpriv is installed the
+// process also gets a parent-death signal: the supervisor's death (even
+// SIGKILL) ends it, whatever the worker did to the pipe's listeners.
 const { spawn } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
 const { codes, peekError } = require('../errors');
 const { frameReader, checkRealmMessage, encodeFrame } = require('../protocol/frames');
@@ -33,6 +36,14 @@ const ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT', 'NODE
 // Before Node 22.15 the child walks the worker's graph with Node's resolver
 // (prescan.js), which needs import.meta.resolve's parent argument.
 const EXEC_ARGV = typeof require('node:module').registerHooks === 'function' ? [] : ['--experimental-import-meta-resolve'];
+/**
+ * util-linux's setpriv, where there is one: the run's process is started
+ * through it with a parent-death signal (PR_SET_PDEATHSIG, SIGKILL), so it
+ * ends with the supervisor even if the worker took away the child's own
+ * watch on the frame pipe (its 'end' listener is the worker's to remove).
+ * Without it (not Linux, no util-linux) that watch is all there is.
+ */
+const SETPRIV = process.platform === 'linux' ? (['/usr/bin/setpriv', '/bin/setpriv'].find((f) => fs.existsSync(f)) ?? null) : null;
 /** After the process exited, how long its pipes may stay open (a descendant holding them) before they are destroyed. */
 const STDIO_GRACE_MS = 500;
 
@@ -62,7 +73,9 @@ function runEnv() {
 function forkRunProcess({ memoryMb, uid, gid }) {
   const env = runEnv();
   const forkAt = now();
-  const proc = spawn(process.execPath, [`--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD], {
+  const node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD];
+  const [file, ...args] = SETPRIV === null ? node : [SETPRIV, '--pdeathsig', 'KILL', '--', ...node];
+  const proc = spawn(file, args, {
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     detached: true,
@@ -180,4 +193,4 @@ function hold(proc) {
   for (const s of streams(proc)) s?.ref?.();
 }
 
-module.exports = { forkRunProcess, killGroup, runEnv, release, hold, now, FRAME_FD, STDIO_GRACE_MS };
+module.exports = { forkRunProcess, killGroup, SETPRIV, runEnv, release, hold, now, FRAME_FD, STDIO_GRACE_MS };
