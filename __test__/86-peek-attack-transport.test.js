@@ -128,6 +128,33 @@ test('a small message whose values expand as the host reads them (shared referen
   assertProtocol(t, b, 'sparse', /result\.value expands to more than/);
 });
 
+test('a run that asks and does not read its answers ends before they pile up in the supervisor', async (t) => {
+  const dir = tmpDir(t);
+  const creds = path.join(dir, 'credentials.json');
+  fs.writeFileSync(creds, JSON.stringify({ unread: 'token-for-the-unread-worker' }), { mode: 0o600 });
+  const file = worker(
+    dir,
+    'unread',
+    `${FORGE}
+export default async (api) => {
+  // ~840 KB of items, then 100 queries for all of them, their answers never read.
+  for (let i = 0; i < 7; i++) {
+    const r = await api.datastore.addItem('note', String(i).repeat(120_000), { tags: ['big'] });
+    if (!r.success) return r;
+  }
+  for (const h of process._getActiveHandles()) if (h._handle?.fd === 3) h.pause();
+  const calls = [];
+  for (let i = 0; i < 100; i++) calls.push(frame(v8.serialize({ t: 'call', id: 1000 + i, path: ['datastore', 'queryItems'], args: [{ tag: 'big' }] })));
+  await writeAll(Buffer.concat(calls));
+  await sleep(5000);
+  return 'survived';
+};`,
+    { capabilities: { datastore: { methods: ['addItem', 'queryItems'] } } },
+  );
+  const r = await runCli(file, ['--credentials', creds]);
+  assertProtocol(t, r, 'unread', /bytes of answers unread/);
+});
+
 test('a frame of garbage bytes ends the run', async (t) => {
   const dir = tmpDir(t);
   const file = worker(dir, 'garbage', `${FORGE}

@@ -44,6 +44,8 @@ const EXEC_ARGV = typeof require('node:module').registerHooks === 'function' ? [
  * Without it (not Linux, no util-linux) that watch is all there is.
  */
 const SETPRIV = process.platform === 'linux' ? (['/usr/bin/setpriv', '/bin/setpriv'].find((f) => fs.existsSync(f)) ?? null) : null;
+/** Replies waiting for the run's process to read them, at most: past this, it is not reading (a violation). */
+const OUTBOUND_MAX_BYTES = 64 * 1024 * 1024;
 /** After the process exited, how long its pipes may stay open (a descendant holding them) before they are destroyed. */
 const STDIO_GRACE_MS = 500;
 
@@ -151,6 +153,11 @@ function forkRunProcess({ memoryMb, uid, gid }) {
     send(message) {
       const frame = encodeFrame(message);
       if (violation !== null || !pipe || pipe.destroyed || !pipe.writable) return false;
+      // A run that asks and does not read would have the answers pile up here.
+      if (pipe.writableLength + frame.length > OUTBOUND_MAX_BYTES) {
+        violate(`it left more than ${OUTBOUND_MAX_BYTES} bytes of answers unread`);
+        return false;
+      }
       pipe.write(frame);
       return true;
     },
