@@ -106,6 +106,7 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   };
   const reader = frameReader({
     onMessage: (value) => {
+      if (violation !== null) return; // (a violation found by the realm, mid-chunk)
       if (!booted) {
         const m = checkRealmMessage(value, { allow: READY_ONLY });
         booted = true;
