@@ -209,6 +209,33 @@ export default async () => {
   t.true(r.lines.filter((l) => l.event === 'log' && l.worker === 'flood').length < 100_000, 'the flood was cut short');
 });
 
+test('a run that breaks the protocol from its waitUntil work, after its result, fails with ERR_PEEK_PROTOCOL', async (t) => {
+  const dir = tmpDir(t);
+  const after = (attack) => `${FORGE}
+export default async (api, ctx) => {
+  ctx.waitUntil((async () => {
+    await sleep(200); // the result is in: the run is settling
+    ${attack}
+    await sleep(5000);
+  })());
+  return 'returned';
+};`;
+  const malformed = worker(dir, 'latebad', after(`await forge({ t: 'call', id: 1, path: 7, args: [] });`), { limits: { wallClockMs: 20_000 } });
+  const flood = worker(
+    dir,
+    'lateflood',
+    after(`const one = frame(v8.serialize({ t: 'net', method: 'GET', url: 'https://flood.example/', allowed: false }));
+    await writeAll(Buffer.concat(new Array(300_000).fill(one)));`),
+    { limits: { wallClockMs: 30_000 } },
+  );
+  const a = await runCli(malformed);
+  assertProtocol(t, a, 'latebad', /call\.path is not an array/);
+  t.true(a.ms < 4000, `ended at once (${a.ms} ms), not after the waitUntil's sleep`);
+  const b = await runCli(flood);
+  assertProtocol(t, b, 'lateflood', /frames faster than/);
+  for (const r of [a, b]) t.false(r.lines.some((l) => l.event === 'log' && /waitUntil rejected/.test(String(l.args?.[0]))), 'not logged as a waitUntil of the worker rejecting');
+});
+
 test('stdout without a newline that never ends ends the run at the line cap', async (t) => {
   const dir = tmpDir(t);
   const file = worker(

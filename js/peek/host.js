@@ -196,8 +196,13 @@ function createWorkerHost({ adapter } = {}) {
         const value = await entry(api, ctx);
         // waitUntil: the run is over when what it handed over has settled
         // too (or the deadline comes first). A rejection there is logged,
-        // not fatal: the entry had already returned its value.
-        for (const s of await Promise.allSettled(waits)) {
+        // not fatal: the entry had already returned its value. A protocol
+        // violation meanwhile is not the worker's waitUntil failing but the
+        // run being ended: the run fails with it (ERR_PEEK_PROTOCOL, logged
+        // by the realm), as it would have before the result.
+        const settled = await Promise.allSettled(waits);
+        if (realm.violation) throw realm.violation;
+        for (const s of settled) {
           if (s.status === 'rejected') adapter.log({ level: 'error', worker: name, args: ['waitUntil rejected:', String(s.reason?.message ?? s.reason)] });
         }
         return value;
