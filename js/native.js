@@ -4,6 +4,7 @@
 // or `npm run build` in a checkout); the platform package npm installed
 // beside this one. When none loads, the error says which platform this is,
 // which prebuilt packages exist, and how to build one.
+const path = require('node:path');
 const { DurableError, codes } = require('./errors');
 const { triple, sourceBuildPath, platformPackage, publishedTriples } = require('./platform');
 
@@ -44,7 +45,7 @@ function load() {
   const override = process.env.DURABLE_WORKERS_ADDON;
   // A file named explicitly is the only one tried: falling back would hide the mistake.
   const candidates = override
-    ? [[`DURABLE_WORKERS_ADDON=${override}`, () => require(override), 'no such file']]
+    ? [[`DURABLE_WORKERS_ADDON=${override}`, () => require(path.resolve(override)), 'no such file']]
     : [
         [built, () => require(built), 'not built'],
         [platformPackage(t), () => fromPackage(t), 'not installed'],

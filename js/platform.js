@@ -13,7 +13,16 @@ function isMusl() {
   // The report names the glibc this process runs on; musl has none. Asking
   // the process rather than /usr/bin/ldd: a musl Node can run on a glibc
   // system (and the reverse), and the addon must match the process.
-  return !process.report?.getReport?.().header?.glibcVersionRuntime;
+  const report = process.report;
+  if (typeof report?.getReport !== 'function') return false;
+  // Without excludeNetwork the report looks up the peer of every open socket.
+  const excluded = report.excludeNetwork;
+  report.excludeNetwork = true;
+  try {
+    return !report.getReport().header?.glibcVersionRuntime;
+  } finally {
+    report.excludeNetwork = excluded;
+  }
 }
 
 /**

@@ -50,7 +50,12 @@ function nodeDir(line, { arch = process.arch } = {}) {
     execFileSync('tar', ['xzf', path.join(tmp, filename), '-C', tmp]);
     // Readable and runnable by every user: tests run children under other uids.
     fs.chmodSync(unpacked, 0o755);
-    fs.renameSync(unpacked, dir);
+    try {
+      fs.renameSync(unpacked, dir);
+    } catch (err) {
+      // Another process unpacked the same line first: theirs is as good.
+      if (!fs.existsSync(path.join(dir, 'bin', 'node'))) throw err;
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

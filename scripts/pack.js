@@ -10,7 +10,9 @@
 //
 // --artifacts   where the built addons are (durable-workers.<triple>.node)
 // --require-all fail unless every platform package has its addon (a release)
-// --publish     npm publish each tarball, with npm's own settings (registry, token)
+// --publish     npm publish each tarball, with npm's own settings (registry,
+//               token); needs --require-all. The release workflow publishes
+//               with .github/scripts/publish.js instead (provenance, reruns).
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -109,6 +111,9 @@ if (require.main === module) {
     },
   });
   try {
+    // A published main package names every platform package: publishing
+    // with one missing would promise a version that is not there.
+    if (values.publish && !values['require-all']) throw new Error('--publish needs --require-all: every platform package must be packed');
     const result = pack({ artifacts: values.artifacts && path.resolve(values.artifacts), out: path.resolve(values.out), requireAll: values['require-all'] });
     if (values.publish) publish(result);
     if (values.json) console.log(JSON.stringify(result, null, 2));

@@ -22,7 +22,7 @@
 // pipes a descendant keeps open. Where util-linux's setpriv is installed the
 // process also gets a parent-death signal: the supervisor's death (even
 // SIGKILL) ends it, whatever the worker did to the pipe's listeners.
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { codes, peekError } = require('../errors');
@@ -43,7 +43,15 @@ const EXEC_ARGV = typeof require('node:module').registerHooks === 'function' ? [
  * watch on the frame pipe (its 'end' listener is the worker's to remove).
  * Without it (not Linux, no util-linux) that watch is all there is.
  */
-const SETPRIV = process.platform === 'linux' ? (['/usr/bin/setpriv', '/bin/setpriv'].find((f) => fs.existsSync(f)) ?? null) : null;
+const SETPRIV = process.platform === 'linux' ? findSetpriv() : null;
+
+/** setpriv's path, if there is one that knows --pdeathsig (util-linux 2.33 and later). */
+function findSetpriv() {
+  const file = ['/usr/bin/setpriv', '/bin/setpriv'].find((f) => fs.existsSync(f));
+  if (file === undefined) return null;
+  const help = spawnSync(file, ['--help'], { encoding: 'utf8', timeout: 5000 });
+  return /--pdeathsig/.test(`${help.stdout}${help.stderr}`) ? file : null;
+}
 /** Replies waiting for the run's process to read them, at most: past this, it is not reading (a violation). */
 const OUTBOUND_MAX_BYTES = 64 * 1024 * 1024;
 /** After the process exited, how long its pipes may stay open (a descendant holding them) before they are destroyed. */
