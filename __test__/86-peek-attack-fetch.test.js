@@ -3,8 +3,10 @@
 // worker granted allowed.example tries to reach a loopback server. Each probe
 // is a real fork-per-run; the server on 127.0.0.1 counts what reaches it, and
 // the log must name where the request really went. Then the guard alone,
-// with the name lookup injected: a granted name that resolves to a private
-// address, and one whose second answer differs from the first.
+// with the name lookup injected (allowed.example does not resolve here, and a
+// run's process has no switch for its lookup): a replaced Request or
+// dispatcher, a granted name that resolves to a private address, one whose
+// second answer differs from the first, and Node without its HTTP client.
 // Serial: forks compete for 2 cores.
 const test = require('ava');
 const { codes } = require('durable-workers/peek');
@@ -100,45 +102,6 @@ test.serial('3. globalThis.URL and URL.prototype replaced by the worker: the gua
   t.deepEqual(p.hits, [], 'the loopback server was never reached');
   t.deepEqual(p.out, [`global URL: ${codes.NETWORK_DENIED}`, `URL.prototype: ${codes.NETWORK_DENIED}`]);
   t.deepEqual(p.net, [`GET ${p.origin}/one denied`, `GET ${p.origin}/two denied`], 'the log names the real destination');
-});
-
-test.serial('4. globalThis.Request, Headers and fetch internals replaced by the worker: the guard builds the request with the platform Request', async (t) => {
-  const p = await probe(
-    t,
-    'reqswap',
-    `const Real = Request;
-     globalThis.Request = function Request(input, init) { return new Real(loop + '/secret', init); };
-     globalThis.Request.prototype = Real.prototype;
-     await attempt('global Request', () => fetch('http://allowed.example:' + port + '/'));
-     globalThis.Request = Real;
-     const clone = Real.prototype.clone;
-     Real.prototype.clone = function () { return new Real(loop + '/clone', { method: 'POST', body: 'x' }); };
-     await attempt('Request.prototype.clone', () => fetch('http://allowed.example:' + port + '/', { method: 'POST', body: 'x' }));
-     Real.prototype.clone = clone;`,
-  );
-  t.deepEqual(p.hits, [], 'the loopback server was never reached');
-  t.false(p.out.some((o) => o.includes('loopback secret')), p.out.join('\n'));
-  t.false(p.net.some((l) => l.includes('127.0.0.1')), 'nothing went to loopback, and nothing in the log says it did');
-});
-
-test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1 for allowed.example: the guard connects where it checked", async (t) => {
-  const p = await probe(
-    t,
-    'dispatch',
-    `void Request; // loads the platform's HTTP client
-     const sym = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].find((s) => globalThis[s]?.constructor.name === 'Agent');
-     const Agent = globalThis[sym].constructor;
-     const lying = () => new Agent({ connect: { lookup: (host, o, cb) => (o && o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) } });
-     await attempt('init.dispatcher', () => fetch('http://allowed.example:' + port + '/init', { dispatcher: lying() }));
-     globalThis[sym] = lying();
-     await attempt('global dispatcher', () => fetch('http://allowed.example:' + port + '/global'));
-     await attempt('Request dispatcher', () => fetch(new Request('http://allowed.example:' + port + '/request', { dispatcher: lying() })));
-     Object.prototype.dispatcher = lying();
-     await attempt('Object.prototype.dispatcher', () => fetch('http://allowed.example:' + port + '/inherited'));
-     delete Object.prototype.dispatcher;`,
-  );
-  t.deepEqual(p.hits, [], 'the loopback server was never reached');
-  t.false(p.out.some((o) => o.includes('loopback secret')), p.out.join('\n'));
 });
 
 test.serial('6. a grant of * is not a grant of loopback, in any spelling of the address', async (t) => {
@@ -265,4 +228,133 @@ test.serial('9. the address checked is the address connected to: a second, diffe
     reports.map((r) => r.address),
     ['127.0.0.1', '127.0.0.1', '127.0.0.1'],
   );
+});
+
+/** A lookup answering 127.0.0.2 (granted as such below) for every name. */
+const toChecked = (hostname, cb) => cb(null, [{ address: '127.0.0.2', family: 4 }]);
+
+/**
+ * Two servers on one port: 127.0.0.2, the address the guard checks, and
+ * 127.0.0.1, the loopback server a lying Request or lookup points at. Each
+ * records `METHOD host/path[ body]`.
+ */
+async function twoServers(t, handler = (req, res) => res.end('checked')) {
+  const http = require('node:http');
+  const loop = await loopback(t);
+  const hits = [];
+  const checked = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      hits.push(`${req.method} ${req.headers.host}${req.url}${body ? ` ${body}` : ''}`);
+      handler(req, res);
+    });
+  });
+  await new Promise((resolve, reject) => {
+    checked.once('error', reject);
+    checked.listen(+loop.port, '127.0.0.2', resolve);
+  });
+  t.teardown(() => new Promise((resolve) => checked.close(resolve)));
+  return { port: loop.port, loopHits: loop.hits, hits };
+}
+
+test.serial('4. globalThis.Request and Request.prototype.clone replaced after the guard was made: it builds and replays with the platform Request', async (t) => {
+  const s = await twoServers(t, (req, res) => (req.url === '/start' ? res.writeHead(307, { location: '/end' }).end() : res.end('checked')));
+  const { fetch, reports } = guard(['allowed.example', '127.0.0.2'], toChecked);
+  const base = `http://allowed.example:${s.port}`;
+  const Real = Request;
+  const clone = Real.prototype.clone;
+  const out = [];
+  try {
+    globalThis.Request = function Request(input, init) {
+      return new Real(`http://127.0.0.1:${s.port}/secret`, init);
+    };
+    globalThis.Request.prototype = Real.prototype;
+    out.push(await (await fetch(`${base}/global`)).text());
+    globalThis.Request = Real;
+    // The replay of a redirected POST: a patched clone would send its own body on.
+    Real.prototype.clone = function () {
+      return new Real(`http://127.0.0.1:${s.port}/clone`, { method: 'POST', body: 'evil' });
+    };
+    out.push(await (await fetch(`${base}/start`, { method: 'POST', body: 'x' })).text());
+  } finally {
+    globalThis.Request = Real;
+    Real.prototype.clone = clone;
+  }
+  t.deepEqual(s.loopHits, [], 'the loopback server was never reached');
+  t.deepEqual(out, ['checked', 'checked']);
+  t.deepEqual(s.hits, [`GET allowed.example:${s.port}/global`, `POST allowed.example:${s.port}/start x`, `POST allowed.example:${s.port}/end x`]);
+  t.deepEqual(
+    reports.map((r) => `${r.method} ${r.url} ${r.allowed} ${r.address}`),
+    [`GET ${base}/global true 127.0.0.2`, `POST ${base}/start true 127.0.0.2`, `POST ${base}/end true 127.0.0.2`],
+  );
+});
+
+test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1 for allowed.example: the guard connects where it checked", async (t) => {
+  const s = await twoServers(t);
+  const { fetch, reports } = guard(['allowed.example', '127.0.0.2'], toChecked);
+  const base = `http://allowed.example:${s.port}`;
+  void Request; // loads the platform's HTTP client
+  const sym = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].find((k) => globalThis[k]?.constructor.name === 'Agent');
+  const saved = globalThis[sym];
+  const Agent = saved.constructor;
+  const lying = () => new Agent({ connect: { lookup: (host, o, cb) => (o && o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) } });
+  const out = [];
+  const attempt = async (label, f) => {
+    try {
+      const r = await f();
+      out.push(`${label}: ${r.status} ${await r.text()}`);
+    } catch (err) {
+      out.push(`${label}: ${err.code ?? err.name}`);
+    }
+  };
+  try {
+    await attempt('init.dispatcher', () => fetch(`${base}/init`, { dispatcher: lying() }));
+    globalThis[sym] = lying();
+    await attempt('global dispatcher', () => fetch(`${base}/global`));
+    await attempt('Request dispatcher', () => fetch(new Request(`${base}/request`, { dispatcher: lying() })));
+    Object.prototype.dispatcher = lying();
+    await attempt('Object.prototype.dispatcher', () => fetch(`${base}/inherited`));
+  } finally {
+    delete Object.prototype.dispatcher;
+    globalThis[sym] = saved;
+  }
+  t.deepEqual(s.loopHits, [], 'the loopback server was never reached');
+  t.deepEqual(out, ['init.dispatcher: 200 checked', 'global dispatcher: 200 checked', 'Request dispatcher: 200 checked', 'Object.prototype.dispatcher: 200 checked']);
+  t.deepEqual(s.hits, ['/init', '/global', '/request', '/inherited'].map((p) => `GET allowed.example:${s.port}${p}`));
+  t.true(reports.every((r) => r.allowed === true && r.address === '127.0.0.2'), JSON.stringify(reports));
+});
+
+test.serial("12. on Node, with Node's HTTP client not found (another dispatcher in its place), the guard refuses rather than fetch unchecked", async (t) => {
+  const server = await loopback(t);
+  void Request; // Node's undici, and its global dispatcher, loaded
+  // A copy of the module of its own, whose first guard finds no Agent: the switch is this process's globals, set by the test before the guard is made.
+  const file = require.resolve('../js/peek/node/guarded-fetch');
+  const cached = require.cache[file];
+  const syms = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].filter((k) => k in globalThis);
+  const saved = syms.map((k) => globalThis[k]);
+  const made = [];
+  try {
+    delete require.cache[file];
+    const fresh = require(file);
+    for (const k of syms) globalThis[k] = { constructor: function ProxyAgent() {} };
+    const reports = [];
+    const make = (lookup) => fresh.guardedFetch({ domains: ['allowed.example', '127.0.0.1'], signal: new AbortController().signal, report: (r) => reports.push(r), lookup });
+    made.push(make(undefined), make((hostname, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }])));
+    made.reports = reports;
+  } finally {
+    syms.forEach((k, i) => (globalThis[k] = saved[i]));
+    require.cache[file] = cached;
+  }
+  for (const fetch of made) {
+    for (const u of [`http://allowed.example:${server.port}/name`, `${server.origin}/address`]) {
+      const err = await t.throwsAsync(fetch(u));
+      t.is(err.code, codes.NETWORK_DENIED, err.message);
+      t.regex(err.message, /HTTP client .* was not found/);
+    }
+  }
+  t.deepEqual(server.hits, [], 'the loopback server was never reached');
+  t.is(made.reports.length, 4);
+  t.true(made.reports.every((r) => r.allowed === false), JSON.stringify(made.reports));
 });

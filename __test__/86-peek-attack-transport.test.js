@@ -236,6 +236,29 @@ export default async (api, ctx) => {
   for (const r of [a, b]) t.false(r.lines.some((l) => l.event === 'log' && /waitUntil rejected/.test(String(l.args?.[0]))), 'not logged as a waitUntil of the worker rejecting');
 });
 
+test('a settled message whose errors expand as the host reads them (5,000 references to one 1 MB message) ends the run', async (t) => {
+  const dir = tmpDir(t);
+  // A 1 MB frame, 5 GB once each error is copied and logged.
+  const file = worker(
+    dir,
+    'settledbig',
+    `${FORGE}
+export default async (api, ctx) => {
+  ctx.waitUntil((async () => {
+    await sleep(200);
+    const e = { name: 'Error', message: 'x'.repeat(1_000_000) };
+    await forge({ t: 'settled', errors: new Array(5_000).fill(e) });
+    await sleep(5000);
+  })());
+  return 'returned';
+};`,
+    { limits: { wallClockMs: 20_000 } },
+  );
+  const r = await runCli(file);
+  assertProtocol(t, r, 'settledbig', /settled\.errors expands to more than/);
+  t.true(r.ms < 4000, `ended at once (${r.ms} ms), not after the waitUntil's sleep`);
+});
+
 test('stdout without a newline that never ends ends the run at the line cap', async (t) => {
   const dir = tmpDir(t);
   const file = worker(

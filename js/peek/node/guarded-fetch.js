@@ -23,8 +23,11 @@
 // (undici, as bundled with Node) whose connect() opens the socket itself, to
 // an address the guard approved for that scheme, host and port, with no
 // second lookup. The report names the URL fetched and the address connected.
-// Where the platform has no such client (workerd), names are not resolved
-// here and the platform's outbound policy decides.
+// On workerd, which has no such client, names are not resolved here and the
+// platform's outbound policy decides. On Node without it (another dispatcher
+// replaced Node's before the first guard was made), nothing would hold the
+// connection to the address checked, so the guard refuses every request
+// rather than fetch unchecked.
 //
 // Redirects are followed here, not by the platform (redirect: 'manual'), so
 // every hop is checked and reported: an allowed host cannot send the request
@@ -72,6 +75,11 @@ const url = {
 const loadFetch = dataProperty('fetch');
 const abortAny = typeof AbortSignal === 'function' && typeof AbortSignal.any === 'function' ? AbortSignal.any.bind(AbortSignal) : null;
 const weakSet = { make: () => new WeakSet(), add: method(WeakSet.prototype, 'add'), has: method(WeakSet.prototype, 'has') };
+// Node, and not workerd (whose nodejs_compat may set process.versions.node too): taken before worker code runs.
+const onNode =
+  typeof process === 'object' &&
+  typeof process?.versions?.node === 'string' &&
+  !(typeof navigator === 'object' && navigator !== null && navigator.userAgent === 'Cloudflare-Workers');
 const getBuiltinModule = typeof process === 'object' && typeof process?.getBuiltinModule === 'function' ? process.getBuiltinModule.bind(process) : null;
 // Where undici keeps its global dispatcher: '.2' from undici 8 (Node 26, with a wrapper at '.1'), '.1' before.
 const UNDICI_DISPATCHERS = Object.freeze([Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')]);
@@ -94,6 +102,8 @@ function takeWeb() {
       body: getter(Request.prototype, 'body'),
       redirect: getter(Request.prototype, 'redirect'),
       signal: getter(Request.prototype, 'signal'),
+      referrer: getter(Request.prototype, 'referrer'),
+      referrerPolicy: getter(Request.prototype, 'referrerPolicy'),
       clone: method(Request.prototype, 'clone'),
       arrayBuffer: method(Request.prototype, 'arrayBuffer'),
     },
@@ -109,8 +119,8 @@ if (dataProperty('Request') !== undefined && dataProperty('Headers') !== undefin
  * Node: the resolver, the socket openers and the Agent class of the undici
  * that Node's fetch is (found through the global dispatcher it installs when
  * it loads; Node exposes no Agent). Null elsewhere, and if another dispatcher
- * replaced Node's before the first guard was made: then names are not
- * resolved here, as on workerd.
+ * replaced Node's before the first guard was made: then, on Node, every
+ * request is refused; on workerd names are not resolved here.
  */
 let node;
 function takeNode() {
@@ -212,6 +222,11 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
     });
   };
   const dispatcher = n ? new n.Agent({ connect }) : null;
+  // Node without its HTTP client: no request could be held to the address checked (nor a name checked at all), so none is made.
+  const unpinned =
+    onNode && dispatcher === null
+      ? "Node's HTTP client (the undici Agent behind its fetch, through which the guard connects only to the address it checked) was not found in this process: another dispatcher replaced it before the run, so no request is made"
+      : null;
 
   /** The one answer for a name in this run: { ip, refused } where refused is an answer not granted. */
   const resolve = (hostname) =>
@@ -250,6 +265,7 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
     if (protocol !== 'http:' && protocol !== 'https:') deny(`${protocol} is not http: or https:`);
     const byName = hostGranted(grants, hostname);
     if (byName === false) deny(`${hostname} is not in capabilities.network.domains (${listed})`);
+    if (unpinned !== null) deny(unpinned);
     let ip = null;
     if (byName !== true) {
       ip = byName;
@@ -279,6 +295,13 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
     if (dispatcher !== null) init.dispatcher = dispatcher;
     return new w.Request(href, init);
   };
+  // The platform's fetch reads its init's dispatcher before the Request's, and an init it is not given is an
+  // object whose prototype is Object.prototype, which the worker can give a dispatcher: ours goes in the init
+  // too, with what a non-empty init resets (the referrer and its policy) as the Request has them.
+  const send = (request) =>
+    dispatcher === null
+      ? platformFetch(request)
+      : platformFetch(request, { __proto__: null, dispatcher, referrer: w.request.referrer(request), referrerPolicy: w.request.referrerPolicy(request) });
 
   return async function fetch(input, init) {
     // The input, read once.
@@ -327,7 +350,7 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
       const replay = w.request.body(request) !== null ? w.request.clone(request) : null;
       let response;
       try {
-        response = await platformFetch(request);
+        response = await send(request);
       } catch (err) {
         const cause = err?.cause;
         if (cause !== null && typeof cause === 'object' && weakSet.has(denials, cause)) throw cause;

@@ -228,7 +228,7 @@ const REALM_MESSAGES = {
     const t = timing(m.timing, 'loaded.timing');
     if (!ok) return { t: 'loaded', ok, error: plainError(m.error, 'loaded.error'), timing: t };
     if (!Array.isArray(m.exports) || m.exports.length > 10_000) fail('loaded.exports is not an array of [name, type]');
-    const exports = m.exports.map((e, i) => (Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string' ? [e[0], e[1]] : fail(`loaded.exports[${i}] is not [name, type]`)));
+    const exports = bounded(m.exports, 'loaded.exports').map((e, i) => (Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string' ? [e[0], e[1]] : fail(`loaded.exports[${i}] is not [name, type]`)));
     return { t: 'loaded', ok, exports, timing: t };
   },
   result: (m) => {
@@ -239,7 +239,7 @@ const REALM_MESSAGES = {
   },
   settled: (m) => {
     if (!Array.isArray(m.errors)) fail('settled.errors is not an array');
-    return { t: 'settled', errors: m.errors.map((e, i) => plainError(e, `settled.errors[${i}]`)) };
+    return { t: 'settled', errors: bounded(m.errors, 'settled.errors').map((e, i) => plainError(e, `settled.errors[${i}]`)) };
   },
   call: (m) => ({
     t: 'call',
