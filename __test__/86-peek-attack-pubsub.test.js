@@ -312,3 +312,15 @@ test.serial('peek serve over a WebSocket hub: the same rules, a commander’s cm
   s.proc.kill('SIGTERM');
   await s.exited;
 });
+
+test.serial('a command nobody answers cannot silence an ordinary topic by naming it as its reply topic', async (t) => {
+  const workers = path.join(tmpDir(t), 'workers');
+  install(workers, 'listener', `export default async (api, ctx) => { await api.publish('heard', ctx.trigger.message); };`, {
+    capabilities: { pubsub: { subscribe: ['orders'] } },
+  });
+  const { client, heard } = await inProcess(t, workers, ['heard']);
+  await client.publish('cmd:execute:nobody-answers', { resultTopic: 'orders' });
+  await client.publish('orders', 'order-1');
+  await until(() => heard.find((m) => m.topic === 'heard' && m.message === 'order-1'), 20_000, 'the listener woken on orders');
+  t.pass();
+});

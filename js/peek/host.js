@@ -92,12 +92,10 @@ function createWorkerHost({ adapter } = {}) {
      * command's own may publish there meanwhile.
      */
     [HOLD_REPLY](topic, until) {
-      held.delete(topic);
       held.set(topic, until);
-      for (const [t, u] of held) {
-        if (u >= Date.now()) break;
-        held.delete(t);
-      }
+      // A full pass: a held topic (Infinity while its command runs) may sit before expired ones.
+      const now = Date.now();
+      for (const [t, u] of held) if (u < now) held.delete(t);
     },
     on(event, listener) {
       events.on(event, listener);

@@ -84,13 +84,10 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
   const holdReply = (topic, until) => {
     host[HOLD_REPLY]?.(topic, until);
     if (topic.startsWith('cmd:')) return;
-    replies.delete(topic);
     replies.set(topic, until);
-    // Oldest first: the expired ones at the front go.
-    for (const [t, u] of replies) {
-      if (u >= Date.now()) break;
-      replies.delete(t);
-    }
+    // A full pass: a held topic (Infinity while its command runs) may sit before expired ones.
+    const now = Date.now();
+    for (const [t, u] of replies) if (u < now) replies.delete(t);
   };
   const isHeldReply = (topic) => {
     const until = replies.get(topic);
@@ -145,7 +142,9 @@ function createSupervisor({ dir, adapter, host, log = () => {} }) {
             return;
           }
         }
-        const reply = typeof message?.resultTopic === 'string' ? message.resultTopic : undefined;
+        // Held only for a command some worker answers: anyone on the channel
+        // could otherwise silence an ordinary topic by naming it as a reply.
+        const reply = typeof message?.resultTopic === 'string' && byCommand(command) !== undefined ? message.resultTopic : undefined;
         if (reply !== undefined) holdReply(reply, Infinity);
         try {
           await answerCommand(topic, command, message);
