@@ -321,6 +321,6 @@ test.serial('a command nobody answers cannot silence an ordinary topic by naming
   const { client, heard } = await inProcess(t, workers, ['heard']);
   await client.publish('cmd:execute:nobody-answers', { resultTopic: 'orders' });
   await client.publish('orders', 'order-1');
-  await until(() => heard.find((m) => m.topic === 'heard' && m.message === 'order-1'), 20_000, 'the listener woken on orders');
-  t.pass();
+  const woken = await until(() => heard.find((m) => m.topic === 'heard' && m.message === 'order-1'), 20_000, 'the listener woken on orders');
+  t.is(woken.message, 'order-1');
 });
