@@ -73,13 +73,7 @@ if [[ "$(head -n 1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null)" != enable
 fi
 
 step "build $ADDON (scripts/build-targets.js: cargo-zigbuild, glibc $GLIBC_FLOOR)"
-node scripts/build-targets.js "$TRIPLE"
-floor=$(objdump -T "$ADDON" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
-echo "$ADDON: $(stat -c %s "$ADDON") bytes, needs glibc $floor"
-if [[ "$(printf '%s\n%s\n' "$floor" "$GLIBC_FLOOR" | sort -V | tail -n 1)" != "$GLIBC_FLOOR" ]]; then
-  echo "arm64: $ADDON needs glibc $floor, above the floor $GLIBC_FLOOR" >&2
-  exit 1
-fi
+node scripts/build-targets.js "$TRIPLE" # fails above the glibc floor
 
 step "arm64 Node $NODE_LINE (scripts/node-lines.js) loads the addon"
 NODE=$(node scripts/node-lines.js path "$NODE_LINE" --arch arm64)

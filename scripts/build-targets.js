@@ -82,6 +82,20 @@ function build(triple, { zig, zigbuildBin }) {
   const napi = path.join(ROOT, 'node_modules', '.bin', 'napi');
   // The same flags as `npm run build`, plus the target and -x (cargo zigbuild).
   run(napi, ['build', '--platform', '--release', '--output-dir', 'native', '--no-js', '--dts', 'native.d.ts', '--target', zigTarget(triple), '--cross-compile'], { env });
+  if (triple.endsWith('-linux-gnu')) checkGlibcFloor(triple);
+}
+
+/** The glibc a built -gnu addon needs at most, from its versioned symbols; throws above GLIBC_FLOOR. */
+function checkGlibcFloor(triple) {
+  const arch = { x86_64: 'x64', aarch64: 'arm64' }[triple.split('-')[0]];
+  const file = path.join(ROOT, 'native', `durable-workers.linux-${arch}-gnu.node`);
+  const symbols = execFileSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const parse = (v) => v.split('.').map(Number);
+  const newer = (a, b) => a[0] !== b[0] ? a[0] > b[0] : (a[1] ?? 0) > (b[1] ?? 0);
+  let needs = parse(GLIBC_FLOOR);
+  for (const [, v] of symbols.matchAll(/GLIBC_(\d+\.\d+)/g)) if (newer(parse(v), needs)) needs = parse(v);
+  if (needs.join('.') !== GLIBC_FLOOR) throw new Error(`${file} needs glibc ${needs.join('.')}, above the floor ${GLIBC_FLOOR}`);
+  console.error(`${path.relative(ROOT, file)}: ${fs.statSync(file).size} bytes, needs glibc ${GLIBC_FLOOR} at most`);
 }
 
 if (require.main === module) {
@@ -99,4 +113,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { GLIBC_FLOOR, ensureRustTarget, ensureZig, zigTarget, build };
+module.exports = { GLIBC_FLOOR, ensureRustTarget, ensureZig, zigTarget, build, checkGlibcFloor };
