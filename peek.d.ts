@@ -203,7 +203,17 @@ export interface NodeAdapterOptions {
   warm?: boolean;
   /** How many booted run processes to keep ready when warm (default 1, at most 16). */
   spares?: number;
-  /** Run each worker's process as this user id (the supervisor must be allowed to, e.g. root). */
+  /**
+   * A sandbox per run (Linux, bubblewrap): its own PID, mount, IPC, UTS and
+   * network namespaces, no network (fetch is made by the supervisor), none
+   * of the supervisor's files, and as root a uid of its own. 'auto' (the
+   * default) uses it where it works; 'required' throws ERR_PEEK_SANDBOX
+   * where it does not; 'off' never.
+   */
+  sandbox?: 'auto' | 'required' | 'off';
+  /** The uids (and gids) sandboxed runs get when the supervisor is root: [first, count] (default [0x60000000, 65536]). */
+  sandboxUids?: [first: number, count: number];
+  /** Without the sandbox: run each worker's process as this user id (the supervisor must be allowed to, e.g. root). */
   uid?: number;
   /** ... and this group id. */
   gid?: number;
@@ -220,6 +230,8 @@ export interface NodeAdapterOptions {
 
 export interface NodeAdapter extends PlatformAdapter {
   readonly dir: string | undefined;
+  /** Whether runs are sandboxed: `mode` 'root' (a uid per run) or 'userns' (the supervisor's uid); else why not. */
+  readonly sandbox: { on: true; mode: 'root' | 'userns' } | { on: false; reason: string };
   attachHost(host: WorkerHost): void;
   dispatch(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
   schedules(): Promise<{ name: string; spec: string; manifestPath: string; next: number | null }[]>;
@@ -280,7 +292,9 @@ export type PeekErrorCode =
   | 'ERR_PEEK_STORE'
   | 'ERR_PEEK_CHANNEL'
   | 'ERR_PEEK_CLOSED'
-  | 'ERR_PEEK_PUBSUB_DENIED';
+  | 'ERR_PEEK_PUBSUB_DENIED'
+  | 'ERR_PEEK_SANDBOX'
+  | 'ERR_PEEK_FETCH_LIMIT';
 
 export const codes: {
   readonly MANIFEST: 'ERR_PEEK_MANIFEST';
@@ -296,6 +310,8 @@ export const codes: {
   readonly CHANNEL: 'ERR_PEEK_CHANNEL';
   readonly CLOSED: 'ERR_PEEK_CLOSED';
   readonly PUBSUB_DENIED: 'ERR_PEEK_PUBSUB_DENIED';
+  readonly SANDBOX: 'ERR_PEEK_SANDBOX';
+  readonly FETCH_LIMIT: 'ERR_PEEK_FETCH_LIMIT';
 };
 
 /**

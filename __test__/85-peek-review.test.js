@@ -14,6 +14,7 @@ const { createWorkerHost, nodeAdapter, createSupervisor, codes } = require('dura
 const { RealmClient } = require('../js/peek/protocol/host-side');
 const { credentialReader } = require('../js/peek/credentials');
 const { tmpDir } = require('./helpers/tmp');
+const { sandboxStatus } = require('../js/peek/node/sandbox');
 const { worker, setup, command, httpServer } = require('./helpers/peek');
 const { NOBODY, cannotSwitchUser, readableInstall, superviseFrom } = require('./helpers/nobody');
 
@@ -300,14 +301,20 @@ const CHECKOUT = { root: path.join(__dirname, '..'), node: process.execPath };
 
 (noProc ? test.skip : test.serial)('assertion 3 reads the supervisor through /proc: a credentials file named on its command line is found by a run of the same user', async (t) => {
   t.timeout(60_000);
-  const same = await assertion3InProcess(t, CHECKOUT, {});
-  t.false(same.ok, 'same user: /proc/<ppid>/cmdline names the file and the run can read it; the suite says so');
+  const same = await assertion3InProcess(t, CHECKOUT, { sandbox: 'off' });
+  t.false(same.ok, 'same user, no sandbox: /proc/<ppid>/cmdline names the file and the run can read it; the suite says so');
   t.regex(same.observed, /[1-9]\d* contain the credential/);
 });
 
-(noOtherUser ? test.skip : test.serial)('assertion 3 passes when the run is another user: it cannot read the supervisor through /proc', async (t) => {
+(noProc || !sandboxStatus().ok ? test.skip : test.serial)('assertion 3 passes for a sandboxed run: neither the supervisor in /proc nor its credentials file is there to read', async (t) => {
   t.timeout(60_000);
-  const other = await assertion3InProcess(t, readableInstall(), { uid: NOBODY, gid: NOBODY });
+  const boxed = await assertion3InProcess(t, CHECKOUT, { sandbox: 'required' });
+  t.true(boxed.ok, boxed.observed);
+});
+
+(noOtherUser ? test.skip : test.serial)('assertion 3 passes when the run is another user (no sandbox): it cannot read the supervisor through /proc', async (t) => {
+  t.timeout(60_000);
+  const other = await assertion3InProcess(t, readableInstall(), { uid: NOBODY, gid: NOBODY, sandbox: 'off' });
   t.true(other.ok, other.observed);
 });
 
@@ -331,7 +338,7 @@ const CHECKOUT = { root: path.join(__dirname, '..'), node: process.execPath };
   const r = await superviseFrom(
     install,
     `const { createWorkerHost, nodeAdapter } = require(root + '/js/peek');
-    const adapter = nodeAdapter({ dir: args[1], log: () => {}, uid: ${NOBODY}, gid: ${NOBODY} });
+    const adapter = nodeAdapter({ dir: args[1], log: () => {}, uid: ${NOBODY}, gid: ${NOBODY}, sandbox: 'off' });
     const host = createWorkerHost({ adapter });
     try {
       const r = await host.run(args[0], { kind: 'command', name: 'test', params: {} });

@@ -22,7 +22,8 @@ export const hello: WorkerEntry = async (api, ctx) => {
 };
 
 async function main(): Promise<void> {
-  const adapter = nodeAdapter({ dir: './.peek', memoryMb: 64, credentials: { file: 'c.json' } });
+  const adapter = nodeAdapter({ dir: './.peek', memoryMb: 64, credentials: { file: 'c.json' }, sandbox: 'auto', sandboxUids: [0x60000000, 4096] });
+  const why: string = adapter.sandbox.on ? adapter.sandbox.mode : adapter.sandbox.reason;
   const host = createWorkerHost({ adapter });
   const m: Manifest = loadManifest('manifest.json');
   const r: RunResult = await host.run(m, { kind: 'command', name: 'go', params: { n: 1 } });
@@ -34,7 +35,8 @@ async function main(): Promise<void> {
   await adapter.start();
   const report = await runConformance({ adapter });
   const code: PeekErrorCode = codes.DEADLINE;
-  void iso; void report.ok; void code;
+  const sandboxCodes: PeekErrorCode[] = [codes.SANDBOX, codes.FETCH_LIMIT];
+  void iso; void report.ok; void code; void why; void sandboxCodes;
   await adapter.close();
 }
 void main;

@@ -59,7 +59,8 @@ test.serial("a package's module is walked through its exports map, and an import
   // before), what it resolves to is checked too.
   const later = await host.run(path.join(dir, 'mapped', 'later.json'), command());
   t.true(later.ok, later.error?.message);
-  t.regex(later.value, /import of "#socket" \(node:net\) refused \(imported by file:.*mapped\/later\.js\)/);
+  // A message the worker returns as a value names the file it ran: in a sandbox, its copy under /peek/worker.
+  t.regex(later.value, /import of "#socket" \(node:net\) refused \(imported by file:.*(mapped|\/peek\/worker)\/later\.js\)/);
 });
 
 test.serial('an ES module loaded by require() is walked; import() with a computed name is still refused when it runs', async (t) => {

@@ -7,7 +7,9 @@
 // run's process has no switch for its lookup): a replaced Request or
 // dispatcher, a granted name that resolves to a private address, one whose
 // second answer differs from the first, and Node without its HTTP client.
-// Serial: forks compete for 2 cores.
+// Serial: forks compete for 2 cores. Unsandboxed: these attack the guard in
+// the run's own process; a sandboxed run's fetch is made by the supervisor
+// with the same guard (86-peek-attack-sandbox.test.js).
 const test = require('ava');
 const { codes } = require('durable-workers/peek');
 const { guardedFetch } = require('../js/peek/node/guarded-fetch');
@@ -28,7 +30,7 @@ async function loopback(t) {
 /** Runs `body` (the inside of an async function of (api, ctx, loop, port)) as a worker granted `manifest`. */
 async function probe(t, name, body, manifest = GRANT, params = {}) {
   const server = await loopback(t);
-  const { dir, host, logs } = setup(t);
+  const { dir, host, logs } = setup(t, { sandbox: 'off' });
   const file = worker(
     dir,
     name,
@@ -129,7 +131,7 @@ test.serial('7. a redirect from a granted loopback address to another one, under
   await new Promise((resolve) => other.listen(0, '127.0.0.2', resolve));
   t.teardown(() => new Promise((resolve) => other.close(resolve)));
   const port = other.address().port;
-  const { dir, host, logs } = setup(t);
+  const { dir, host, logs } = setup(t, { sandbox: 'off' });
   const first = await httpServer(t, (req, res) => res.writeHead(302, { location: `http://0x7f000002:${port}/secret` }).end());
   const file = worker(
     dir,

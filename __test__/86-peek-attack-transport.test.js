@@ -15,6 +15,7 @@ const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
 const { worker, serve, runCli } = require('./helpers/peek');
+const { sandboxStatus } = require('../js/peek/node/sandbox');
 const { tmpDir } = require('./helpers/tmp');
 const { until } = require('./helpers/poll');
 
@@ -91,18 +92,24 @@ test('messages that do not fit the protocol end the run: wrong types, unknown ty
     [{ t: 'result', ok: true, pending: -1 }, /result\.pending/],
     [{ t: 'settled', errors: [] }, /'settled' out of turn/],
     [{ t: 'loaded', ok: true, exports: [] }, /a second 'loaded'/],
-    [{ t: 'net', method: 'GET', url: 5, allowed: true }, /net\.url is not a string/],
-    [{ t: 'net', method: 'GET', url: `https://x.example/${'a'.repeat(20_000)}`, allowed: true }, /net\.url is longer than 16384/],
-  ];
+    // A run's own fetch report exists only unsandboxed (sandboxed, the supervisor makes the fetch and the report).
+    [{ t: 'net', method: 'GET', url: 5, allowed: true }, /net\.url is not a string/, 'off'],
+    [{ t: 'net', method: 'GET', url: `https://x.example/${'a'.repeat(20_000)}`, allowed: true }, /net\.url is longer than 16384/, 'off'],
+    [{ t: 'net', method: 'GET', url: 'https://x.example/', allowed: true }, /unknown type "net"/, 'required'],
+    [{ t: 'fetch', id: 1, url: 5, method: 'GET', headers: [] }, /fetch\.url is not a string/, 'required'],
+    [{ t: 'fetch', id: 1, url: 'https://x.example/', method: 'GET', headers: [['a']] }, /fetch\.headers\[0\] is not \[name, value\]/, 'required'],
+    [{ t: 'fetch', id: 1, url: 'https://x.example/', method: 'GET', headers: [], body: 'text' }, /fetch\.body is not bytes/, 'required'],
+    [{ t: 'fetch', id: 1, url: 'https://x.example/', method: 'GET', headers: [] }, /unknown type "fetch"/, 'off'],
+  ].filter(([, , mode]) => mode !== 'required' || sandboxStatus().ok);
   const results = [];
-  for (const [i, [message]] of cases.entries()) {
+  for (const [i, [message, , mode = 'auto']] of cases.entries()) {
     const file = worker(dir, `bad${i}`, `${FORGE}
 export default async () => {
   await forge(${JSON.stringify(message)});
   await sleep(5000);
   return 'survived';
 };`);
-    results.push(await runCli(file));
+    results.push(await runCli(file, ['--sandbox', mode]));
   }
   for (const [i, [, why]] of cases.entries()) assertProtocol(t, results[i], `bad${i}`, why);
 });
@@ -196,7 +203,7 @@ test('a flood of frames ends the run', async (t) => {
     'flood',
     `${FORGE}
 export default async () => {
-  const one = frame(v8.serialize({ t: 'net', method: 'GET', url: 'https://flood.example/', allowed: false }));
+  const one = frame(v8.serialize({ t: 'cast', path: ['flood'], args: [] }));
   const many = Buffer.concat(new Array(300_000).fill(one));
   await writeAll(many);
   await sleep(5000);
@@ -224,7 +231,7 @@ export default async (api, ctx) => {
   const flood = worker(
     dir,
     'lateflood',
-    after(`const one = frame(v8.serialize({ t: 'net', method: 'GET', url: 'https://flood.example/', allowed: false }));
+    after(`const one = frame(v8.serialize({ t: 'cast', path: ['flood'], args: [] }));
     await writeAll(Buffer.concat(new Array(300_000).fill(one)));`),
     { limits: { wallClockMs: 30_000 } },
   );

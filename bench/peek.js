@@ -10,7 +10,8 @@
 // way, waiting on a spare still booting); per run, these add up to "added".
 // The entry's own time (run) is outside "added". Also: bare `node -e 0` on
 // this machine, in a run's environment: the floor under any cold figure.
-// Bounded to about 30 s.
+// Each mode without the sandbox and, where bubblewrap can make one, with it
+// (fork then includes the sandbox's setup). Bounded to about 45 s.
 //
 //   node bench/peek.js [--runs N] [--json]
 
@@ -21,6 +22,7 @@ const { parseArgs } = require('node:util');
 const { spawnSync } = require('node:child_process');
 const { nodeAdapter, createWorkerHost } = require('../js/peek');
 const { runEnv } = require('../js/peek/node/process');
+const { sandboxStatus } = require('../js/peek/node/sandbox');
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, json: { type: 'boolean' } } });
 const RUNS = Number(values.runs);
@@ -41,8 +43,8 @@ function noopWorker() {
 }
 
 /** Runs the no-op worker; `pause` ms between runs lets the spare finish booting. */
-async function mode(name, { warm, pause, spares }, manifest) {
-  const adapter = nodeAdapter({ warm, spares, log: () => {} });
+async function mode(name, { warm, pause, spares, sandbox = 'off' }, manifest) {
+  const adapter = nodeAdapter({ warm, spares, sandbox, log: () => {} });
   const realms = [];
   const open = adapter.openRealm;
   adapter.openRealm = async (...args) => {
@@ -114,6 +116,13 @@ async function main() {
       await mode('warm spare, back to back', { warm: true, pause: 0 }, manifest),
       await mode('3 warm spares, back to back', { warm: true, spares: 3, pause: 0 }, manifest),
     ];
+    const sandbox = sandboxStatus();
+    if (sandbox.ok) {
+      results.push(
+        await mode(`sandboxed (${sandbox.mode}), cold`, { warm: false, pause: 0, sandbox: 'required' }, manifest),
+        await mode(`sandboxed (${sandbox.mode}), warm spare, ready`, { warm: true, pause: 150, sandbox: 'required' }, manifest),
+      );
+    }
     const bareNodeP50Ms = Math.round(p50(bare) * 10) / 10;
     if (values.json) {
       console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, bareNodeP50Ms, results }, null, 2));
@@ -127,6 +136,7 @@ async function main() {
           `= fork ${b.fork} + bootstrap ${b.bootstrap} + import ${b.import} + exit ${b.exit} + host ${b.host}  (entry ${r.runP50Ms})  n=${r.runs}`,
       );
     }
+    if (!sandbox.ok) console.log(`sandboxed modes not measured: ${sandbox.reason}`);
     console.log('runs/s counts time inside run() only; "added" is run() wall time minus the entry\'s own.');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

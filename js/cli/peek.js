@@ -8,9 +8,15 @@ const COMMON = `  --state <dir>          where schedules and the embedded store 
                          (or set PEEK_CREDENTIAL_<WORKER>); "-": read that JSON
                          from stdin once, so neither the path nor the values
                          are in this process's command line or environment
-  --run-as <uid[:gid]>   run each worker's process as this user (and group):
-                         it then cannot read this process's environment,
-                         command line, memory or credentials file (needs root)
+  --sandbox <mode>       auto (default): each run in a sandbox of its own
+                         where bubblewrap can make one (Linux): its own PID,
+                         mount, IPC and network namespaces, no network, no
+                         file of this process, a uid of its own when run as
+                         root; required: refuse to start without it; off
+  --run-as <uid[:gid]>   without the sandbox, run each worker's process as
+                         this user (and group): it then cannot read this
+                         process's environment, command line, memory or
+                         credentials file (needs root)
   --store-url <url>      use a remote HTTP store instead of the embedded one
   --memory-mb <n>        memory ceiling of a run's process (default 128)
   --json                 print JSON (one object per line for serve)`;
@@ -49,6 +55,7 @@ const optionSpec = {
   'store-url': { type: 'string' },
   'memory-mb': { type: 'string' },
   'run-as': { type: 'string' },
+  sandbox: { type: 'string' },
   json: { type: 'boolean' },
 };
 
@@ -57,6 +64,11 @@ function runAs(spec) {
   const m = /^(\d+)(?::(\d+))?$/.exec(spec);
   if (m === null) throw new UsageError(`--run-as ${spec}: use a numeric uid, or uid:gid`);
   return { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) };
+}
+
+function sandboxMode(spec) {
+  if (spec === undefined || spec === 'auto' || spec === 'required' || spec === 'off') return spec;
+  throw new UsageError(`--sandbox ${spec}: use auto, required or off`);
 }
 
 /** --credentials -: the JSON from stdin, read once; stdin is closed after. */
@@ -78,6 +90,7 @@ async function adapterOptions(values, defaultState, log, io) {
     credentials: await credentialsFrom(values, io),
     store: values['store-url'] ? { remoteUrl: values['store-url'] } : undefined,
     memoryMb: intOption(values, 'memory-mb'),
+    sandbox: sandboxMode(values.sandbox),
     log,
   };
 }
@@ -148,6 +161,9 @@ async function serve(args, io) {
   });
   await supervisor.start();
   print.log({ level: 'info', worker: '(supervisor)', args: [`serving ${supervisor.manifests.size} worker(s) from ${dir}`] });
+  const sb = adapter.sandbox;
+  if (sb.on) print.log({ level: 'info', worker: '(supervisor)', args: [`runs are sandboxed (${sb.mode === 'root' ? 'a uid of their own each' : "this process's uid"}); network.enforcement: egress-control`] });
+  else print.log({ level: 'warn', worker: '(supervisor)', args: [`runs are NOT sandboxed: ${sb.reason}; network.enforcement: guard-rail (docs/security.md says what the sandbox needs)`] });
   await stopped;
   await supervisor.close();
   return 0;

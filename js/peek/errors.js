@@ -38,6 +38,14 @@ const codes = Object.freeze({
   CLOSED: 'ERR_PEEK_CLOSED',
   /** A publish the grant does not allow: a cmd: topic without capabilities.pubsub.commands, or another command's reply topic. */
   PUBSUB_DENIED: 'ERR_PEEK_PUBSUB_DENIED',
+  /**
+   * The sandbox was required (nodeAdapter({ sandbox: 'required' })) and is
+   * not available here, or a run could not be given one (its worker's
+   * files too large to ship in, no free uid); the message says which.
+   */
+  SANDBOX: 'ERR_PEEK_SANDBOX',
+  /** A sandboxed run's fetch went past the relay's limits (body size, requests waiting). */
+  FETCH_LIMIT: 'ERR_PEEK_FETCH_LIMIT',
 });
 
 /**

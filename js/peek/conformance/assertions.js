@@ -2,6 +2,8 @@
 // The eight assertions: the same on every adapter. An adapter that fails one
 // is not an adapter of this contract. Each returns { ok, observed }.
 const fs = require('node:fs');
+const path = require('node:path');
+const zlib = require('node:zlib');
 const { credentialEnvName } = require('../credentials');
 const { sleep } = require('./harness');
 
@@ -134,12 +136,15 @@ async function heapProbe(h, credential) {
   if (!v.usedStore) return { ok: false, observed: 'the probe could not use the store, so the credential was not in play' };
   if (v.error) return { ok: false, observed: v.error };
   let scan;
+  // A run that could not write to our directory sent the snapshot itself, gzipped.
+  const file = v.gz ? path.join(h.scratch, `probe-heap-${Date.now()}.heapsnapshot`) : v.file;
   try {
-    scan = scanFile(v.file, [credential, marker]);
+    if (v.gz) fs.writeFileSync(file, zlib.gunzipSync(v.gz));
+    scan = scanFile(file, [credential, marker]);
   } catch (err) {
     return { ok: false, observed: `the snapshot ${v.file} could not be read: ${err.code ?? err.message}` };
   } finally {
-    fs.rmSync(v.file, { force: true });
+    fs.rmSync(file, { force: true });
   }
   const [hits, markers] = scan.counts;
   const mb = (scan.bytes / 2 ** 20).toFixed(1);

@@ -6,6 +6,8 @@
 const path = require('node:path');
 const { open } = require('../../index');
 const { Spares } = require('./spares');
+const { sandboxStatus, UidPool, DEFAULT_UIDS } = require('./sandbox');
+const { MAX_IN_FLIGHT } = require('./fetch-relay');
 const { NodeRealm } = require('./realm');
 const { peekWorkerClass } = require('./schedules');
 const { PeekStore, embeddedStore } = require('../store-embedded');
@@ -23,7 +25,8 @@ const { commonOptions, schedulerDeclaration, scheduleInterval, channelTopics } =
  */
 function nodeAdapter(options = {}) {
   const o = checkOptions(options);
-  const spares = new Spares({ memoryMb: o.memoryMb, size: o.spares, uid: o.uid, gid: o.gid });
+  const sandbox = sandboxFor(o);
+  const spares = new Spares({ memoryMb: o.memoryMb, size: o.spares, uid: o.uid, gid: o.gid, sandbox });
   const readCredential = credentialReader(o.credentials);
   const log = o.log;
   let host = null;
@@ -49,10 +52,11 @@ function nodeAdapter(options = {}) {
       maxCpuMs: 'unbounded',
       memoryMb: o.memoryMb,
       singleFlight: true,
-      maxOutboundConcurrency: 'unbounded',
+      maxOutboundConcurrency: sandbox === null ? 'unbounded' : MAX_IN_FLIGHT,
       clockAdvancesWithoutIo: true,
     },
-    network: { enforcement: 'guard-rail' },
+    // Sandboxed, a run has no network and its fetches are made by the supervisor.
+    network: { enforcement: sandbox === null ? 'guard-rail' : 'egress-control' },
     install: { codeLoad: 'runtime' },
     isolation: 'process-per-run',
   });
@@ -84,6 +88,8 @@ function nodeAdapter(options = {}) {
   const adapter = {
     declares,
     dir: o.dir,
+    /** Whether runs are sandboxed, and if not, why (`peek serve` prints it once). */
+    sandbox: sandbox === null ? { on: false, reason: o.sandbox === 'off' ? "turned off (sandbox: 'off')" : sandboxStatus().reason } : { on: true, mode: sandbox.status.mode },
 
     attachHost(h) {
       host = h;
@@ -182,6 +188,20 @@ function nodeAdapter(options = {}) {
   return adapter;
 }
 
+/**
+ * The sandbox runs start in, or null for none: 'auto' takes it where it
+ * works, 'required' refuses to make an adapter without it.
+ */
+function sandboxFor(o) {
+  if (o.sandbox === 'off') return null;
+  const status = sandboxStatus();
+  if (!status.ok) {
+    if (o.sandbox === 'required') throw peekError(codes.SANDBOX, `nodeAdapter({ sandbox: 'required' }): runs cannot be sandboxed here: ${status.reason}`);
+    return null;
+  }
+  return { status, pool: status.mode === 'root' ? new UidPool(o.sandboxUids) : null };
+}
+
 function checkOptions(options) {
   const common = commonOptions('nodeAdapter', options);
   const { positive } = common;
@@ -199,6 +219,12 @@ function checkOptions(options) {
     if (!Number.isInteger(v) || v < 0 || v > 2 ** 32 - 2) throw new RangeError(`nodeAdapter({ ${name} }): a numeric ${name === 'uid' ? 'user' : 'group'} id, got ${v}`);
     return v;
   };
+  const sandbox = options.sandbox ?? 'auto';
+  if (!['auto', 'required', 'off'].includes(sandbox)) throw new TypeError(`nodeAdapter({ sandbox }): 'auto', 'required' or 'off', got ${JSON.stringify(sandbox)}`);
+  const uids = options.sandboxUids ?? DEFAULT_UIDS;
+  if (!Array.isArray(uids) || uids.length !== 2 || !Number.isInteger(uids[0]) || !Number.isInteger(uids[1]) || uids[0] < 1 || uids[1] < 1 || uids[0] + uids[1] > 2 ** 32 - 2) {
+    throw new RangeError('nodeAdapter({ sandboxUids }): [first, count], positive integers with first + count below 2^32 - 1');
+  }
   const warm = options.warm ?? true;
   const spares = options.spares ?? (warm ? 1 : 0);
   if (!Number.isInteger(spares) || spares < 0 || spares > 16) throw new RangeError(`nodeAdapter({ spares }): an integer from 0 to 16, got ${spares}`);
@@ -211,6 +237,8 @@ function checkOptions(options) {
     spares: warm ? spares : 0,
     uid: id('uid'),
     gid: id('gid'),
+    sandbox,
+    sandboxUids: [uids[0], uids[1]],
     credentials: { ...common.credentials, values: options.credentials?.values },
     store: { ...common.store, remoteUrl: store.remoteUrl },
     channelUrl: options.channelUrl,

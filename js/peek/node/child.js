@@ -15,6 +15,11 @@ const { pathToFileURL } = require('node:url');
 const path = require('node:path');
 const { createRealmRuntime } = require('../protocol/realm-side');
 const { isRefused, refusal } = require('./refused');
+// In a sandbox (./sandbox.js) the worker's files come in the job (./bundle.js)
+// and fetch is relayed to the supervisor (./fetch-relay.js): there is no network here.
+const SANDBOXED = process.argv.includes('--sandboxed');
+const { writeBundle, WORKER_ROOT } = require('./bundle');
+const { relayFetch } = require('./fetch-relay');
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -102,9 +107,11 @@ const runtime = createRealmRuntime({
   // that instead of the value.
   send,
   load: (job) => {
-    scan?.scan(job.href);
-    return import(job.href);
+    const href = SANDBOXED ? writeBundle(WORKER_ROOT, job.bundle) : job.href;
+    scan?.scan(href);
+    return import(href);
   },
+  relayFetch: SANDBOXED ? relayFetch : null,
 });
 // The parent is trusted; its frames are not budgeted.
 const reader = frameReader({

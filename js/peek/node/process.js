@@ -27,6 +27,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { codes, peekError } = require('../errors');
 const { frameReader, checkRealmMessage, encodeFrame } = require('../protocol/frames');
+const { sandboxCommand } = require('./sandbox');
 
 const CHILD = path.join(__dirname, 'child.js');
 /** The child's end of the frame pipe. */
@@ -75,15 +76,25 @@ function runEnv() {
  * that cannot cross), and `attach({ onMessage, onViolation })` for whoever
  * takes the process (the realm); until then only 'ready' is accepted. A
  * violation kills the process at once (SIGKILL): nothing more of it is read.
- * @param {{ memoryMb: number, uid?: number, gid?: number }} options
+ * @param {{ memoryMb: number, uid?: number, gid?: number, sandbox?: { status: object, pool: import('./sandbox').UidPool | null } | null }} options
  *   uid/gid: run the process as this user and group (the supervisor must be
  *   allowed to, e.g. root); then it cannot read the supervisor's memory,
  *   environment, command line or files that user may not read.
+ *   sandbox: start it in a sandbox (./sandbox.js) instead, where the
+ *   sandbox decides the uid; the child then expects its worker shipped in.
  */
-function forkRunProcess({ memoryMb, uid, gid }) {
+function forkRunProcess({ memoryMb, uid, gid, sandbox = null }) {
   const env = runEnv();
   const forkAt = now();
-  const node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD];
+  let node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD];
+  let releaseUid = () => {};
+  if (sandbox !== null) {
+    const s = sandboxCommand(sandbox.status, sandbox.pool, [...node, '--sandboxed']);
+    node = s.command;
+    releaseUid = s.release;
+    uid = undefined;
+    gid = undefined;
+  }
   const [file, ...args] = SETPRIV === null ? node : [SETPRIV, '--pdeathsig', 'KILL', '--', ...node];
   const proc = spawn(file, args, {
     env,
@@ -128,7 +139,10 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   });
   pipe?.on('data', (chunk) => reader.push(chunk));
   pipe?.on('error', () => {}); // the process is gone: its exit reports the run
-  proc.once('error', (err) => readyReject(err));
+  proc.once('error', (err) => {
+    releaseUid();
+    readyReject(err);
+  });
 
   let exitedResolve;
   const exited = new Promise((resolve) => {
@@ -137,6 +151,7 @@ function forkRunProcess({ memoryMb, uid, gid }) {
   let exitInfo = null;
   proc.once('exit', (code, signal) => {
     exitInfo = { code, signal, at: now() };
+    releaseUid();
     // Whatever it started goes with it, however it ended.
     killGroup(proc);
     // Whatever the process left holding its pipes (a descendant), the exit
@@ -180,7 +195,7 @@ function forkRunProcess({ memoryMb, uid, gid }) {
     },
     violate,
   };
-  return { proc, forkAt, ready, exited, frames };
+  return { proc, forkAt, ready, exited, frames, sandboxed: sandbox !== null };
 }
 
 /**

@@ -11,6 +11,8 @@ const { RealmClient } = require('../protocol/host-side');
 const { codes, peekError } = require('../errors');
 const { now, killGroup } = require('./process');
 const { lineReader } = require('../protocol/frames');
+const { readBundle, WORKER_ROOT } = require('./bundle');
+const { pathToFileURL } = require('node:url');
 
 class NodeRealm extends RealmClient {
   #p;
@@ -20,6 +22,8 @@ class NodeRealm extends RealmClient {
   #sawOom = false;
   #killedByUs = false;
   #output = { bytes: 0 };
+  /** Sandboxed: the host directory the worker's files were shipped from. */
+  #bundleRoot = null;
 
   /**
    * @param {ReturnType<import('./process').forkRunProcess>} p the process, from the spare pool
@@ -27,13 +31,14 @@ class NodeRealm extends RealmClient {
    * @param {{ signal: AbortSignal, log: (record: object) => void, memoryMb: number }} options
    */
   constructor(p, manifest, { signal, log, memoryMb }) {
-    super(manifest, { log });
+    // A sandboxed process has no network: its fetches come here (../protocol/host-side.js).
+    super(manifest, { log, relayFetch: p.sandboxed });
     this.#p = p;
     this.#log = log;
     this.#memoryMb = memoryMb;
     this.timing.forkAt = p.forkAt;
     const { proc } = p;
-    p.frames.attach({ onMessage: (m) => this._receive(m), onViolation: (reason) => this._violation(reason) });
+    p.frames.attach({ onMessage: (m) => this._receive(this.#realPaths(m)), onViolation: (reason) => this._violation(reason) });
     this.#pipe(proc.stdout, 'info');
     this.#pipe(proc.stderr, 'warn');
     p.exited.then((exit) => this.#onExit(exit));
@@ -64,7 +69,32 @@ class NodeRealm extends RealmClient {
   }
 
   _job(manifest) {
-    return { href: manifest.worker.href };
+    // A sandboxed process cannot open the worker's files: they travel with the job.
+    if (!this.#p.sandboxed) return { href: manifest.worker.href };
+    const bundle = readBundle(manifest.worker.path, manifest.name);
+    this.#bundleRoot = bundle.root;
+    return { bundle: { entry: bundle.entry, files: bundle.files } };
+  }
+
+  /**
+   * Sandboxed, the worker ran from a copy under WORKER_ROOT: the errors it
+   * reports name the files where they really are. (Strings only, in the
+   * error fields; the message is checked after this, as it came.)
+   */
+  #realPaths(m) {
+    const root = this.#bundleRoot;
+    if (root === null || m === null || typeof m !== 'object') return m;
+    const fix = (e) => {
+      if (e === null || typeof e !== 'object') return e;
+      const out = { ...e };
+      for (const key of ['message', 'stack']) {
+        if (typeof out[key] === 'string') out[key] = out[key].replaceAll(`file://${WORKER_ROOT}/`, `${pathToFileURL(root).href}/`).replaceAll(`${WORKER_ROOT}/`, `${root}/`);
+      }
+      return out;
+    };
+    if (m.t === 'loaded' || m.t === 'result') return m.error === undefined ? m : { ...m, error: fix(m.error) };
+    if (m.t === 'settled' && Array.isArray(m.errors)) return { ...m, errors: m.errors.map(fix) };
+    return m;
   }
 
   /**

@@ -248,6 +248,18 @@ const REALM_MESSAGES = {
     args: args(m.args, 'call.args'),
   }),
   cast: (m) => ({ t: 'cast', path: apiPath(m.path, 'cast.path'), args: args(m.args, 'cast.args') }),
+  // A sandboxed run's fetch, relayed (../node/fetch-relay.js): only where the host allows it.
+  fetch: (m) => {
+    const out = { t: 'fetch', id: Number.isSafeInteger(m.id) ? m.id : fail('fetch.id is not a safe integer'), url: short(m.url, 16 * 1024, 'fetch.url'), method: short(m.method, 32, 'fetch.method') };
+    if (!Array.isArray(m.headers) || m.headers.length > 256) fail('fetch.headers is not an array of at most 256 [name, value]');
+    out.headers = m.headers.map((h, i) => (Array.isArray(h) && h.length === 2 ? [short(h[0], 1024, `fetch.headers[${i}][0]`), short(h[1], 16 * 1024, `fetch.headers[${i}][1]`)] : fail(`fetch.headers[${i}] is not [name, value]`)));
+    if (m.body !== undefined && m.body !== null && !(m.body instanceof Uint8Array)) fail('fetch.body is not bytes');
+    if (m.body instanceof Uint8Array) out.body = m.body;
+    const redirect = m.redirect ?? 'follow';
+    out.redirect = redirect === 'follow' || redirect === 'manual' || redirect === 'error' ? redirect : fail("fetch.redirect is not 'follow', 'manual' or 'error'");
+    return out;
+  },
+  'fetch-abort': (m) => ({ t: 'fetch-abort', id: Number.isSafeInteger(m.id) ? m.id : fail('fetch-abort.id is not a safe integer') }),
   net: (m) => {
     const out = { t: 'net', method: short(m.method, 32, 'net.method'), url: short(m.url, 16 * 1024, 'net.url'), allowed: bool(m.allowed, 'net.allowed') };
     if (m.address !== undefined) out.address = short(m.address, 64, 'net.address');

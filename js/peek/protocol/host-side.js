@@ -31,12 +31,18 @@
 const { describeShape, functionAt } = require('../api-shape');
 const { LOCAL } = require('../api');
 const { guardedFetch } = require('../node/guarded-fetch');
+const { FetchRelay } = require('../node/fetch-relay');
 const { codes, peekError, toPlainError, fromPlainError } = require('../errors');
 const { checkRealmMessage, ProtocolViolation } = require('./frames');
 
 const ANSWERS = new Set(['loaded', 'result', 'settled']);
 /** What a realm may send once it has a job ('ready' is the Node process's own, before). */
 const FROM_REALM = new Set(['loaded', 'result', 'settled', 'call', 'cast', 'net']);
+/**
+ * What a sandboxed realm may send: its fetches are relayed and reported
+ * here, so it has no 'net' report of its own to make (nor forge).
+ */
+const FROM_RELAYING_REALM = new Set(['loaded', 'result', 'settled', 'call', 'cast', 'fetch', 'fetch-abort']);
 
 class RealmClient {
   #manifest;
@@ -49,16 +55,21 @@ class RealmClient {
   #ended = null;
   #violation = null;
   #answered = new Set();
+  #allow = FROM_REALM;
+  #relay = null;
+  #signal = null;
   /** Timestamps (epoch ms, fractional) for the benchmark's breakdown, where the transport reports them. */
   timing = {};
 
   /**
    * @param {import('../../../peek').Manifest} manifest
-   * @param {{ log: (record: object) => void }} options
+   * @param {{ log: (record: object) => void, relayFetch?: boolean }} options
+   *   relayFetch: the realm has no network and sends its fetches here (a sandboxed Node run)
    */
-  constructor(manifest, { log }) {
+  constructor(manifest, { log, relayFetch = false }) {
     this.#manifest = manifest;
     this.#log = log;
+    if (relayFetch) this.#allow = FROM_RELAYING_REALM;
   }
 
   get manifest() {
@@ -72,10 +83,12 @@ class RealmClient {
   /** The transport's way to mark the run over (close() does this before killing). */
   _markDone() {
     if (this.#status !== 'closed') this.#status = 'done';
+    this.#relay?.end();
   }
 
   _markClosed() {
     this.#status = 'closed';
+    this.#relay?.end();
   }
 
   /**
@@ -97,6 +110,7 @@ class RealmClient {
    */
   makeFetch(domains, signal) {
     this.#domains = [...domains];
+    this.#signal = signal;
     const fetch = guardedFetch({ domains: this.#domains, signal, report: (r) => this.#netLog(r) });
     Object.defineProperty(fetch, LOCAL, { value: 'fetch' });
     return fetch;
@@ -114,9 +128,11 @@ class RealmClient {
   async loadWorkerModule(manifest) {
     if (this.#api === null) throw new Error('installGlobals must come before loadWorkerModule: a module may read window.app as it loads');
     await this.ready();
+    // Made before the answer is awaited: a job that cannot be made leaves no waiter behind.
+    const job = { t: 'job', shape: describeShape(this.#api), domains: this.#domains, ...this._job(manifest) };
     const loaded = this.#expect('loaded');
     this.timing.jobAt = performance.timeOrigin + performance.now();
-    this._send({ t: 'job', shape: describeShape(this.#api), domains: this.#domains, ...this._job(manifest) });
+    this._send(job);
     const m = await loaded;
     if (m.timing) Object.assign(this.timing, m.timing);
     if (!m.ok) throw fromPlainError(m.error);
@@ -187,13 +203,16 @@ class RealmClient {
     if (this.#violation !== null) return;
     let m;
     try {
-      m = checkRealmMessage(raw, { allow: FROM_REALM });
+      m = checkRealmMessage(raw, { allow: this.#allow });
     } catch (err) {
       this._violation(err instanceof ProtocolViolation ? err.message : `a message could not be checked (${err?.message ?? err})`);
       return;
     }
     // Once the run is over, nothing of the worker may act any more.
-    if (this.#status === 'done' || this.#status === 'closed') return;
+    if (this.#status === 'done' || this.#status === 'closed') {
+      this.#relay?.end();
+      return;
+    }
     if (ANSWERS.has(m.t)) {
       if (this.#answered.has(m.t)) return this._violation(`it sent a second '${m.t}'`);
       const inTurn = m.t === 'loaded' ? this.#status === 'open' : m.t === 'result' ? this.#status === 'running' : this.#answered.has('result');
@@ -211,6 +230,20 @@ class RealmClient {
     if (m.t === 'call' || m.t === 'cast') {
       this.#answer(m).catch((err) => this.#log({ level: 'error', worker: this.#manifest.name, args: [`answering api.${m.path.join('.')} failed:`, err?.message ?? String(err)] }));
     } else if (m.t === 'net') this.#netLog(m);
+    else if (m.t === 'fetch') this.#fetchRelay().request(m);
+    else if (m.t === 'fetch-abort') this.#relay?.abort(m.id);
+  }
+
+  #fetchRelay() {
+    this.#relay ??= new FetchRelay({
+      domains: this.#domains,
+      signal: this.#signal ?? AbortSignal.abort(peekError(codes.CLOSED, 'the run has no signal')),
+      report: (r) => this.#netLog(r),
+      send: (reply) => {
+        if (this.#status !== 'done' && this.#status !== 'closed') this._send(reply);
+      },
+    });
+    return this.#relay;
   }
 
   /**
@@ -228,6 +261,7 @@ class RealmClient {
       this._terminate(reason);
     } finally {
       if (this.#status !== 'closed') this.#status = 'done';
+      this.#relay?.end();
       this.#ended = err;
       const waiting = [...this.#waiters.values()];
       this.#waiters.clear();
@@ -252,6 +286,7 @@ class RealmClient {
   _ended(why) {
     const byUs = this.#status === 'done' || this.#status === 'closed';
     this.#status = 'closed';
+    this.#relay?.end();
     const err = this.#violation ?? why(byUs);
     this.#ended = err;
     const waiting = [...this.#waiters.values()];

@@ -22,10 +22,11 @@ const now = () => (typeof performance === 'object' ? (performance.timeOrigin ?? 
  *   send: (message: object) => boolean | void,  the transport; throws for a value it cannot carry, false once closed
  *   load: (job: object) => Promise<Record<string, unknown>> | Record<string, unknown>,  evaluates the worker's module graph
  *   platformFetch?: typeof fetch,
+ *   relayFetch?: (io: { ask: Function, cancel: Function }) => typeof fetch,  a realm with no network: its fetch asks the host (../node/fetch-relay.js)
  * }} transport
  * @returns {{ onMessage: (m: object) => void, end: () => void }}
  */
-function createRealmRuntime({ send: transportSend, load, platformFetch = globalThis.fetch }) {
+function createRealmRuntime({ send: transportSend, load, platformFetch = globalThis.fetch, relayFetch = null }) {
   let mod = null;
   let api = null;
   let nextCall = 1;
@@ -47,18 +48,29 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
     }
   };
 
+  // A message that the host answers with a 'reply' of the same id.
+  const ask = (message) => {
+    const id = nextCall++;
+    const answer = new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      try {
+        if (!send({ ...message, id })) throw peekError(codes.CLOSED, 'the run has ended');
+      } catch (err) {
+        pending.delete(id);
+        reject(err);
+      }
+    });
+    return { id, answer };
+  };
+  const relay = {
+    ask: (fields) => ask({ ...fields, t: 'fetch' }),
+    cancel: (id) => {
+      if (pending.delete(id)) send({ t: 'fetch-abort', id });
+    },
+  };
+
   const io = {
-    call: (path, args) =>
-      new Promise((resolve, reject) => {
-        const id = nextCall++;
-        pending.set(id, { resolve, reject });
-        try {
-          if (!send({ t: 'call', id, path, args })) throw peekError(codes.CLOSED, 'the run has ended');
-        } catch (err) {
-          pending.delete(id);
-          reject(err);
-        }
-      }),
+    call: (path, args) => ask({ t: 'call', path, args }).answer,
     cast: (path, args) => {
       send({ t: 'cast', path, args });
     },
@@ -73,7 +85,7 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
 
   async function onJob(job) {
     const start = now();
-    locals.fetch = guardedFetch({ domains: job.domains, signal: abort.signal, report: (r) => send({ t: 'net', ...r }), fetch: platformFetch });
+    locals.fetch = relayFetch !== null ? relayFetch(relay) : guardedFetch({ domains: job.domains, signal: abort.signal, report: (r) => send({ t: 'net', ...r }), fetch: platformFetch });
     api = buildFromShape(job.shape, io);
     // Installed before the module graph is evaluated: a module that reads
     // window.app on its first line (as bundled features do) must find this

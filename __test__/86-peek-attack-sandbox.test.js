@@ -1,0 +1,265 @@
+'use strict';
+// The attack suite, sandbox part (issue 24, item 3): a worker that reaches
+// past the import refusal with process.getBuiltinModule (node:fs, node:net,
+// node:dgram, node:dns, node:child_process: no grant, no refused import)
+// tries to see and kill other processes, read the supervisor's files, reach
+// anything on any network, leave a process behind, and forge the audit log.
+// Each probe runs through the real `peek run`, sandboxed; the same probes
+// with `--sandbox off` reach what the sandbox stops (that is the guard-rail
+// the docs describe, and what shows these probes are not vacuous).
+const test = require('ava');
+const fs = require('node:fs');
+const os = require('node:os');
+const net = require('node:net');
+const dgram = require('node:dgram');
+const path = require('node:path');
+const { worker, runCli, setup, httpServer } = require('./helpers/peek');
+const { tmpDir } = require('./helpers/tmp');
+const { sandboxStatus } = require('../js/peek/node/sandbox');
+
+const status = sandboxStatus();
+const sandboxed = status.ok ? test.serial : test.serial.skip;
+if (!status.ok) console.log(`86-peek-attack-sandbox: the sandboxed tests are skipped: ${status.reason}`);
+const asRoot = status.ok && status.mode === 'root' ? test.serial : test.serial.skip;
+if (status.ok && status.mode !== 'root') console.log('86-peek-attack-sandbox: the distinct-uid test is skipped: the supervisor is not root');
+
+const PROBE = `
+const b = (name) => process.getBuiltinModule(name);
+const fs = b('node:fs');
+const net = b('node:net');
+const attempt = (f) => { try { return f(); } catch (err) { return err.code ?? err.message; } };
+const connect = (options) => new Promise((resolve) => {
+  const s = net.connect(options);
+  const t = setTimeout(() => { s.destroy(); resolve('timeout'); }, 2000);
+  s.on('connect', () => { clearTimeout(t); s.destroy(); resolve('connected'); });
+  s.on('error', (err) => { clearTimeout(t); resolve(err.code); });
+});
+const udp = (host, port) => new Promise((resolve) => {
+  const s = b('node:dgram').createSocket('udp4');
+  s.on('error', (err) => resolve(err.code));
+  s.send('probe', port, host, (err) => { s.close(); resolve(err ? err.code : 'sent'); });
+});
+const lookup = (name) => b('node:dns').promises.lookup(name).then((a) => 'resolved ' + a.address, (err) => err.code);
+
+export const procs = (api, ctx) => {
+  const { victim, supervisor } = ctx.trigger.params;
+  return {
+    pids: fs.readdirSync('/proc').filter((n) => /^[0-9]+$/.test(n)).map(Number),
+    victimEnviron: attempt(() => fs.readFileSync('/proc/' + victim + '/environ', 'latin1').length),
+    killVictim: attempt(() => (process.kill(victim, 'SIGKILL'), 'killed')),
+    killSupervisor: attempt(() => (process.kill(supervisor, 'SIGKILL'), 'killed')),
+    killInit: attempt(() => (process.kill(1, 'SIGKILL'), 'killed')),
+    uid: process.getuid(),
+  };
+};
+
+export const files = (api, ctx) => Object.fromEntries(ctx.trigger.params.paths.map((p) => [p, attempt(() => fs.readFileSync(p).length)]));
+
+export const network = async (api, ctx) => {
+  const p = ctx.trigger.params;
+  return {
+    tcpLoopback: await connect({ host: '127.0.0.1', port: p.tcpPort }),
+    tcpOtherAddress: p.external ? await connect({ host: p.external, port: p.tcpPort }) : 'no other address',
+    udpLoopback: await udp('127.0.0.1', p.udpPort),
+    udpOtherAddress: p.external ? await udp(p.external, p.udpPort) : 'no other address',
+    unixPath: await connect({ path: p.unixPath }),
+    unixAbstract: await connect({ path: '\\0' + p.abstract }),
+    dnsLocalhost: await lookup('localhost'),
+    dnsName: await lookup('registry.npmjs.org'),
+  };
+};
+
+export const leave = (api, ctx) => {
+  const child = b('node:child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', ctx.trigger.params.marker], { detached: true, stdio: 'ignore' });
+  child.unref();
+  return child.pid;
+};
+
+export const forge = async (api, ctx) => {
+  // A frame of our own on the pipe to the supervisor: an audit record of a fetch that never happened.
+  const payload = b('node:v8').serialize({ t: 'net', method: 'GET', url: 'https://forged.example/', allowed: true });
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(payload.length);
+  fs.writeSync(3, Buffer.concat([header, payload]));
+  await new Promise((r) => setTimeout(r, 2000));
+  return 'not stopped';
+};
+
+export const relay = async (api, ctx) => {
+  const r = await fetch(ctx.trigger.params.url, { method: 'POST', body: 'from the run', headers: { 'x-probe': '1' } });
+  return { status: r.status, body: await r.text(), header: r.headers.get('x-server') };
+};
+`;
+
+function probeWorker(t, manifest = {}) {
+  const dir = tmpDir(t);
+  return { dir, file: worker(dir, 'probe', PROBE, { commands: ['procs', 'files', 'network', 'leave', 'forge', 'relay'], worker: { url: 'probe.js', entry: 'procs' }, ...manifest }) };
+}
+
+/** Runs the probe's `entry` through `peek run`, sandboxed unless `mode` says otherwise. */
+async function probe(t, entry, params, { mode = 'required', manifest = {} } = {}) {
+  const { file, dir } = probeWorker(t, { worker: { url: 'probe.js', entry }, ...manifest });
+  const r = await runCli(file, ['--trigger', `command:${entry}`, '--params', JSON.stringify(params), '--sandbox', mode, '--state', path.join(dir, 'state')]);
+  return { ...r, dir };
+}
+
+function externalAddress() {
+  for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return null;
+}
+
+/** A long-lived process standing in for another run: its environment holds a secret. */
+function victim(t) {
+  const { spawn } = require('node:child_process');
+  const proc = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { SECRET: 'victim-secret' }, stdio: 'ignore' });
+  t.teardown(() => proc.kill('SIGKILL'));
+  return proc;
+}
+
+sandboxed('a sandboxed run sees only its own processes: not another process, not the supervisor; it can kill neither, nor its namespace’s init', async (t) => {
+  const v = victim(t);
+  const r = await probe(t, 'procs', { victim: v.pid, supervisor: process.pid });
+  t.is(r.code, 0, r.stderr);
+  const o = r.run.value;
+  t.true(o.pids.length <= 3 && !o.pids.includes(v.pid) && !o.pids.includes(process.pid), `pids seen: ${o.pids}`);
+  t.is(o.victimEnviron, 'ENOENT');
+  t.is(o.killVictim, 'ESRCH');
+  t.is(o.killSupervisor, 'ESRCH');
+  t.is(o.killInit, 'EPERM');
+  t.is(v.exitCode, null, 'the other process still runs');
+  t.is(v.signalCode, null);
+
+  const open = await probe(t, 'procs', { victim: v.pid, supervisor: 1 }, { mode: 'off' });
+  t.true(open.run.value.pids.includes(v.pid), 'without the sandbox the other process is in view');
+});
+
+sandboxed('a sandboxed run reads none of the supervisor’s files: not the state directory, the store, a credentials file, the manifest, /etc', async (t) => {
+  const dir = tmpDir(t);
+  const creds = path.join(dir, 'credentials.json');
+  fs.writeFileSync(creds, JSON.stringify({ probe: 'a-credential' }), { mode: 0o600 });
+  // Granted the datastore: the supervisor opens the store (and its files) for the run.
+  const { file, dir: wdir } = probeWorker(t, { worker: { url: 'probe.js', entry: 'files' }, capabilities: { datastore: { methods: ['describe'] } } });
+  const state = path.join(wdir, 'state');
+  const run = (paths, mode) => runCli(file, ['--trigger', 'command:files', '--params', JSON.stringify({ paths }), '--state', state, '--sandbox', mode, '--credentials', creds]);
+  const first = await run([], 'required');
+  t.is(first.code, 0, first.stderr);
+  const stateFiles = fs.readdirSync(state, { recursive: true }).map((f) => path.join(state, f)).filter((f) => fs.statSync(f).isFile());
+  t.true(stateFiles.length > 0);
+  const paths = [...stateFiles, creds, file, '/etc/passwd', '/etc/hostname', path.join(os.homedir(), '.bashrc')];
+  const r = await run(paths, 'required');
+  t.is(r.code, 0, r.stderr);
+  for (const p of paths) t.is(r.run.value[p], 'ENOENT', `${p}: ${r.run.value[p]}`);
+
+  const open = await run([creds, stateFiles[0]], 'off');
+  t.is(open.code, 0, open.stderr);
+  t.notDeepEqual(Object.values(open.run.value), ['ENOENT', 'ENOENT'], 'without the sandbox (and as the same user) the run opens what the supervisor can');
+});
+
+sandboxed('a sandboxed run has no network: TCP and UDP to loopback and to this host’s other address, Unix sockets by path and abstract name, DNS', async (t) => {
+  const hits = [];
+  const tcp = net.createServer((s) => {
+    hits.push('tcp');
+    s.destroy();
+  });
+  await new Promise((r) => tcp.listen(0, '0.0.0.0', r));
+  const udp = dgram.createSocket('udp4');
+  udp.on('message', () => hits.push('udp'));
+  await new Promise((r) => udp.bind(0, '0.0.0.0', r));
+  const unixPath = path.join(tmpDir(t), 'sock');
+  const abstract = `peek-probe-${process.pid}-${Date.now()}`;
+  const unix = net.createServer((s) => {
+    hits.push('unix');
+    s.destroy();
+  });
+  await new Promise((r) => unix.listen(unixPath, r));
+  const unixAbstract = net.createServer((s) => {
+    hits.push('abstract');
+    s.destroy();
+  });
+  await new Promise((r) => unixAbstract.listen(`\0${abstract}`, r));
+  t.teardown(() => {
+    tcp.close();
+    udp.close();
+    unix.close();
+    unixAbstract.close();
+  });
+  const params = { tcpPort: tcp.address().port, udpPort: udp.address().port, external: externalAddress(), unixPath, abstract };
+  const r = await probe(t, 'network', params);
+  t.is(r.code, 0, r.stderr);
+  const o = r.run.value;
+  t.log(JSON.stringify(o));
+  for (const key of ['tcpLoopback', 'tcpOtherAddress', 'unixPath', 'unixAbstract']) t.regex(String(o[key]), /^(ECONNREFUSED|ENETUNREACH|ENOENT|EHOSTUNREACH|no other address)$/, key);
+  // A datagram is "sent" into a namespace where nothing listens, or refused outright.
+  t.regex(String(o.udpLoopback), /^(sent|ECONNREFUSED|ENETUNREACH)$/);
+  t.not(o.dnsLocalhost.startsWith('resolved') && o.dnsName.startsWith('resolved'), true);
+  t.false(o.dnsName.startsWith('resolved'), `a name was resolved: ${o.dnsName}`);
+  await new Promise((r) => setTimeout(r, 300));
+  t.deepEqual(hits, [], 'nothing reached any server of this host');
+
+  const open = await probe(t, 'network', params, { mode: 'off' });
+  t.is(open.run.value.tcpLoopback, 'connected', 'without the sandbox the run connects to loopback');
+  t.is(open.run.value.unixPath, 'connected');
+});
+
+sandboxed('a process a sandboxed run started, in a session of its own, ends with the run', async (t) => {
+  const marker = `peek-leave-${process.pid}-${Date.now()}`;
+  const r = await probe(t, 'leave', { marker });
+  t.is(r.code, 0, r.stderr);
+  const holders = () =>
+    fs.readdirSync('/proc').filter((p) => {
+      try {
+        return /^\d+$/.test(p) && fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+  const deadline = Date.now() + 3000;
+  while (holders().length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+  const left = holders();
+  for (const pid of left) process.kill(Number(pid), 'SIGKILL');
+  t.deepEqual(left, [], 'a process of the run outlived it');
+});
+
+sandboxed('a sandboxed run cannot forge the audit log: a net record of its own breaks the protocol', async (t) => {
+  const r = await probe(t, 'forge', {});
+  t.is(r.code, 1);
+  t.is(r.run.error.code, 'ERR_PEEK_PROTOCOL');
+  t.false(r.lines.some((l) => l.event === 'log' && JSON.stringify(l.args).includes('forged.example')), 'the forged record was logged');
+});
+
+sandboxed('a sandboxed run fetches through the supervisor: a granted request arrives with its method, headers and body, and the log names it', async (t) => {
+  const seen = [];
+  const origin = await httpServer(t, (req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      seen.push({ method: req.method, probe: req.headers['x-probe'], body });
+      res.setHeader('x-server', 'yes');
+      res.end('answer');
+    });
+  });
+  const manifest = { capabilities: { network: { domains: ['127.0.0.1'] } } };
+  const r = await probe(t, 'relay', { url: `${origin}/x` }, { manifest });
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.run.value, { status: 200, body: 'answer', header: 'yes' });
+  t.deepEqual(seen, [{ method: 'POST', probe: '1', body: 'from the run' }]);
+  t.true(r.lines.some((l) => l.event === 'log' && l.args.join(' ').includes(`POST ${origin}/x allowed`)), JSON.stringify(r.lines));
+  // Not granted: refused by the supervisor, and the server is not reached.
+  const denied = await probe(t, 'relay', { url: `${origin}/y` });
+  t.is(denied.run.error.code, 'ERR_PEEK_NETWORK_DENIED');
+  t.is(seen.length, 1);
+});
+
+asRoot('concurrent sandboxed runs are distinct users', async (t) => {
+  const { dir, host } = setup(t, { sandbox: 'required', spares: 2 });
+  const file = worker(dir, 'who', `export default async () => { await new Promise((r) => setTimeout(r, 300)); return process.getuid(); }`);
+  const trigger = { kind: 'command', name: 'who', params: {} };
+  const other = path.join(dir, 'other');
+  fs.mkdirSync(other);
+  const file2 = worker(other, 'who2', `export default async () => { await new Promise((r) => setTimeout(r, 300)); return process.getuid(); }`);
+  const [a, b] = await Promise.all([host.run(file, trigger), host.run(file2, { ...trigger, name: 'who2' })]);
+  t.true(a.ok && b.ok, JSON.stringify([a, b]));
+  t.not(a.value, b.value);
+  t.not(a.value, 0);
+  t.not(b.value, 0);
+});

@@ -1,0 +1,179 @@
+'use strict';
+// The sandbox a run's process starts in, on Linux: bubblewrap (bwrap, from
+// the distribution's packages) puts it in PID, mount, IPC, UTS, cgroup and
+// network namespaces of its own. Inside, the run sees its own processes and
+// nothing else in /proc; a root made of read-only binds of what Node needs
+// (/usr, the libraries, Node's own directory, this package's js/) and a
+// private /tmp; no network at all, loopback included (its namespace has a
+// loopback of its own, which reaches nothing of the host's); none of the
+// supervisor's files: not the state directory, not the store, not a
+// credential file. The worker's code arrives over the frame pipe at run time
+// (./bundle.js), so a warm spare started before anyone knew which worker it
+// would run needs no bind added later.
+//
+// Two ways in, by who the supervisor is:
+// - root: bwrap runs privileged (no user namespace) and the last step before
+//   Node is setpriv, which takes each run to a uid and gid of its own from a
+//   pool (UidPool), with no supplementary groups, no capabilities (bounding
+//   set included) and no_new_privs. Concurrent runs are distinct users.
+// - any other user: bwrap makes a user namespace as well (the kernel must
+//   allow unprivileged ones), and every run is the supervisor's uid. The
+//   namespaces still keep runs apart; a distinct uid per run needs root.
+//
+// Where neither works (not Linux, no bwrap, user namespaces refused) the
+// adapter runs without it and says so (`sandboxStatus()` explains).
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { codes, peekError } = require('../errors');
+const { WORKER_ROOT } = require('./bundle');
+
+/** Size of the run's private /tmp and of the worker's tmpfs: RAM, so bounded. */
+const TMP_BYTES = 64 * 1024 * 1024;
+/** The default pool of run uids (and gids) when the supervisor is root: unassigned on common distributions. */
+const DEFAULT_UIDS = Object.freeze([0x60000000, 65536]);
+/** Host paths bound read-only when they exist: the dynamic loader, libraries, a shell for nothing. */
+const SYSTEM_BINDS = ['/usr', '/lib', '/lib64', '/lib32', '/bin', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/localtime'];
+const PACKAGE_ROOT = path.join(__dirname, '..', '..', '..');
+
+const find = (names) => names.find((f) => fs.existsSync(f)) ?? null;
+const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
+
+let cached = null;
+
+/**
+ * Whether runs can be sandboxed here, and if not, why: { ok: true, mode }
+ * or { ok: false, reason }. Probed once per process by starting a sandbox
+ * for real.
+ * @returns {{ ok: true, mode: 'root' | 'userns', bwrap: string, setpriv: string | null } | { ok: false, reason: string }}
+ */
+function sandboxStatus() {
+  cached ??= probe();
+  return cached;
+}
+
+function probe() {
+  if (process.platform !== 'linux') return { ok: false, reason: `${process.platform} has no Linux namespaces` };
+  const bwrap = find(['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap']);
+  if (bwrap === null) return { ok: false, reason: 'bubblewrap (bwrap) is not installed (Debian and Ubuntu: apt install bubblewrap)' };
+  const root = isRoot();
+  const setpriv = find(['/usr/bin/setpriv', '/bin/setpriv']);
+  if (root && setpriv === null) return { ok: false, reason: "util-linux's setpriv is not installed: a root supervisor needs it to give each run a uid of its own" };
+  const status = { ok: true, mode: root ? 'root' : 'userns', bwrap, setpriv };
+  const trial = spawnSync(bwrap, [...bwrapArgs(status, { uid: DEFAULT_UIDS[0], binds: [] }), '/usr/bin/env', 'true'], { encoding: 'utf8', timeout: 10_000, env: {} });
+  if (trial.error) return { ok: false, reason: `bwrap could not be started: ${trial.error.message}` };
+  if (trial.status !== 0) {
+    const said = `${trial.stderr}`.trim().split('\n').pop() || `exit ${trial.status}`;
+    const hint = root ? '' : ' (unprivileged user namespaces may be disabled: kernel.unprivileged_userns_clone, user.max_user_namespaces, or an AppArmor restriction)';
+    return { ok: false, reason: `a trial sandbox failed: ${said}${hint}` };
+  }
+  return status;
+}
+
+/**
+ * The read-only binds a run's process needs besides the system's: Node's
+ * directory, this package's js/ and package.json, and, where Node has no
+ * synchronous module hooks, the lexer the import walk uses (prescan.js).
+ */
+function runtimeBinds() {
+  const binds = [path.dirname(process.execPath), path.join(PACKAGE_ROOT, 'js'), path.join(PACKAGE_ROOT, 'package.json')];
+  if (typeof require('node:module').registerHooks !== 'function') {
+    // The package's directory: its package.json is not among what it exports.
+    let dir = path.dirname(require.resolve('es-module-lexer'));
+    while (path.basename(dir) !== 'es-module-lexer' && path.dirname(dir) !== dir) dir = path.dirname(dir);
+    binds.push(dir);
+  }
+  return binds;
+}
+
+/**
+ * bwrap's arguments up to (not including) the command: namespaces, the
+ * root, and, as root, the switch to the run's uid.
+ * @param {{ mode: 'root' | 'userns', setpriv: string | null }} status
+ * @param {{ uid: number, binds: string[] }} options binds: host paths bound read-only at the same path
+ */
+function bwrapArgs(status, { uid, binds }) {
+  const args = ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--hostname', 'peek-run'];
+  if (status.mode === 'userns') args.push('--unshare-user', '--disable-userns');
+  else args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP');
+  // Directories bwrap makes on its own are 0700 (root's): every ancestor of a
+  // bind is made first, 0755, so the run's uid can walk to what is bound.
+  args.push('--perms', '1777', '--size', String(TMP_BYTES), '--tmpfs', '/tmp');
+  const made = new Set(['/', '/tmp']);
+  const bound = new Set();
+  const dirFor = (target) => {
+    const parts = path.dirname(target).split('/').filter(Boolean);
+    let at = '';
+    for (const p of parts) {
+      at += `/${p}`;
+      if (made.has(at)) continue;
+      made.add(at);
+      args.push('--perms', '0755', '--dir', at);
+    }
+  };
+  for (const host of [...SYSTEM_BINDS, ...binds]) {
+    if (!fs.existsSync(host)) continue;
+    if ([...made].some((m) => m !== '/' && host.startsWith(`${m}/`) && bound.has(m))) continue; // inside a bind already
+    dirFor(host);
+    made.add(host);
+    bound.add(host);
+    args.push('--ro-bind', host, host);
+  }
+  args.push('--proc', '/proc', '--dev', '/dev');
+  dirFor(WORKER_ROOT);
+  // The worker's files are written here by the run's process itself: as
+  // root, the tmpfs is root's, so it is world-writable (sticky) for the run's uid.
+  args.push('--perms', '1777', '--size', String(TMP_BYTES), '--tmpfs', WORKER_ROOT);
+  args.push('--');
+  if (status.mode === 'root') {
+    args.push(status.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+  }
+  return args;
+}
+
+/**
+ * The uids handed to concurrent runs when the supervisor is root: each
+ * process takes one when it is forked and gives it back when it has exited,
+ * and one is not handed out again until the rest of the pool has been.
+ */
+class UidPool {
+  #first;
+  #count;
+  #next = 0;
+  #used = new Set();
+
+  /** @param {[first: number, count: number]} range */
+  constructor([first, count] = DEFAULT_UIDS) {
+    this.#first = first;
+    this.#count = count;
+  }
+
+  take() {
+    for (let i = 0; i < this.#count; i++) {
+      const uid = this.#first + ((this.#next + i) % this.#count);
+      if (this.#used.has(uid)) continue;
+      this.#next = (this.#next + i + 1) % this.#count;
+      this.#used.add(uid);
+      return uid;
+    }
+    throw peekError(codes.SANDBOX, `every one of the ${this.#count} sandbox uids from ${this.#first} is in use by a run`);
+  }
+
+  give(uid) {
+    this.#used.delete(uid);
+  }
+}
+
+/**
+ * The command that starts Node in a sandbox: [file, ...args] with `node`
+ * (the Node command line) at the end, and the uid it runs as.
+ * @param {ReturnType<typeof sandboxStatus>} status an ok status
+ * @param {UidPool | null} pool root only: where the run's uid comes from
+ * @param {string[]} node
+ */
+function sandboxCommand(status, pool, node) {
+  const uid = status.mode === 'root' ? pool.take() : process.getuid();
+  return { command: [status.bwrap, ...bwrapArgs(status, { uid, binds: runtimeBinds() }), ...node], uid, release: () => status.mode === 'root' && pool.give(uid) };
+}
+
+module.exports = { sandboxStatus, sandboxCommand, UidPool, WORKER_ROOT, DEFAULT_UIDS, TMP_BYTES };
