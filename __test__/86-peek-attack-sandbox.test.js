@@ -16,6 +16,7 @@ const path = require('node:path');
 const { worker, runCli, setup, httpServer } = require('./helpers/peek');
 const { tmpDir } = require('./helpers/tmp');
 const { sandboxStatus } = require('../js/peek/node/sandbox');
+const { NOBODY, cannotSwitchUser, readableInstall, superviseFrom } = require('./helpers/nobody');
 
 const status = sandboxStatus();
 const sandboxed = status.ok ? test.serial : test.serial.skip;
@@ -62,6 +63,8 @@ export const network = async (api, ctx) => {
     tcpOtherAddress: p.external ? await connect({ host: p.external, port: p.tcpPort }) : 'no other address',
     udpLoopback: await udp('127.0.0.1', p.udpPort),
     udpOtherAddress: p.external ? await udp(p.external, p.udpPort) : 'no other address',
+    tcpOtherHost: p.other ? await connect({ host: p.other.address, port: p.other.tcpPort }) : 'no other host',
+    udpOtherHost: p.other ? await udp(p.other.address, p.other.udpPort) : 'no other host',
     unixPath: await connect({ path: p.unixPath }),
     unixAbstract: await connect({ path: '\\0' + p.abstract }),
     dnsLocalhost: await lookup('localhost'),
@@ -85,6 +88,8 @@ export const forge = async (api, ctx) => {
   return 'not stopped';
 };
 
+export default (api, ctx) => ({ procs, files, network })[ctx.trigger.name](api, ctx);
+
 export const relay = async (api, ctx) => {
   const r = await fetch(ctx.trigger.params.url, { method: 'POST', body: 'from the run', headers: { 'x-probe': '1' } });
   return { status: r.status, body: await r.text(), header: r.headers.get('x-server') };
@@ -101,6 +106,50 @@ async function probe(t, entry, params, { mode = 'required', manifest = {} } = {}
   const { file, dir } = probeWorker(t, { worker: { url: 'probe.js', entry }, ...manifest });
   const r = await runCli(file, ['--trigger', `command:${entry}`, '--params', JSON.stringify(params), '--sandbox', mode, '--state', path.join(dir, 'state')]);
   return { ...r, dir };
+}
+
+/**
+ * Another host: a network namespace joined to this one by a veth pair, with a
+ * TCP and a UDP server at 10.213.<n>.2 that print what reaches them. Null
+ * (and the probe skips that address) where it cannot be made: not root, no
+ * iproute2.
+ */
+async function otherHost(t) {
+  const { spawnSync, spawn } = require('node:child_process');
+  if (process.getuid?.() !== 0 || spawnSync('ip', ['-V']).status !== 0) return null;
+  const n = process.pid % 250;
+  const ns = `dwtest${process.pid}`;
+  const [host, peer] = [`dwh${process.pid}`, `dwp${process.pid}`].map((x) => x.slice(0, 15));
+  const ip = (...args) => spawnSync('ip', args, { encoding: 'utf8' });
+  t.teardown(() => {
+    ip('netns', 'del', ns);
+    ip('link', 'del', host);
+  });
+  for (const args of [
+    ['netns', 'add', ns],
+    ['link', 'add', host, 'type', 'veth', 'peer', 'name', peer],
+    ['link', 'set', peer, 'netns', ns],
+    ['addr', 'add', `10.213.${n}.1/30`, 'dev', host],
+    ['link', 'set', host, 'up'],
+    ['netns', 'exec', ns, 'ip', 'addr', 'add', `10.213.${n}.2/30`, 'dev', peer],
+    ['netns', 'exec', ns, 'ip', 'link', 'set', peer, 'up'],
+  ]) {
+    const r = ip(...args);
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
+  }
+  const address = `10.213.${n}.2`;
+  const server = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', `
+    const a = ${JSON.stringify(address)};
+    const tcp = require('node:net').createServer((s) => { console.log('tcp'); s.destroy(); }).listen(0, a, () => {
+      const udp = require('node:dgram').createSocket('udp4').on('message', () => console.log('udp')).bind(0, a, () => console.log(JSON.stringify({ tcp: tcp.address().port, udp: udp.address().port })));
+    });`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => server.kill('SIGKILL'));
+  const lines = [];
+  require('node:readline').createInterface({ input: server.stdout }).on('line', (l) => lines.push(l));
+  const deadline = Date.now() + 10_000;
+  while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const ports = JSON.parse(lines[0]);
+  return { address, tcpPort: ports.tcp, udpPort: ports.udp, hits: () => lines.slice(1) };
 }
 
 function externalAddress() {
@@ -155,7 +204,7 @@ sandboxed('a sandboxed run reads none of the supervisor’s files: not the state
   t.notDeepEqual(Object.values(open.run.value), ['ENOENT', 'ENOENT'], 'without the sandbox (and as the same user) the run opens what the supervisor can');
 });
 
-sandboxed('a sandboxed run has no network: TCP and UDP to loopback and to this host’s other address, Unix sockets by path and abstract name, DNS', async (t) => {
+sandboxed('a sandboxed run has no network: TCP and UDP to loopback, to this host’s other address and to another host on a test network namespace, Unix sockets by path and abstract name, DNS', async (t) => {
   const hits = [];
   const tcp = net.createServer((s) => {
     hits.push('tcp');
@@ -183,22 +232,31 @@ sandboxed('a sandboxed run has no network: TCP and UDP to loopback and to this h
     unix.close();
     unixAbstract.close();
   });
-  const params = { tcpPort: tcp.address().port, udpPort: udp.address().port, external: externalAddress(), unixPath, abstract };
+  const other = await otherHost(t);
+  if (other === null) t.log('no other host on a test network namespace (needs root and iproute2): that probe is not made');
+  const params = { tcpPort: tcp.address().port, udpPort: udp.address().port, external: externalAddress(), unixPath, abstract, other };
   const r = await probe(t, 'network', params);
   t.is(r.code, 0, r.stderr);
   const o = r.run.value;
   t.log(JSON.stringify(o));
-  for (const key of ['tcpLoopback', 'tcpOtherAddress', 'unixPath', 'unixAbstract']) t.regex(String(o[key]), /^(ECONNREFUSED|ENETUNREACH|ENOENT|EHOSTUNREACH|no other address)$/, key);
+  for (const key of ['tcpLoopback', 'tcpOtherAddress', 'tcpOtherHost', 'unixPath', 'unixAbstract']) t.regex(String(o[key]), /^(ECONNREFUSED|ENETUNREACH|ENOENT|EHOSTUNREACH|no other address|no other host)$/, key);
+  t.regex(String(o.udpOtherHost), /^(ENETUNREACH|EHOSTUNREACH|no other host)$/);
   // A datagram is "sent" into a namespace where nothing listens, or refused outright.
   t.regex(String(o.udpLoopback), /^(sent|ECONNREFUSED|ENETUNREACH)$/);
   t.not(o.dnsLocalhost.startsWith('resolved') && o.dnsName.startsWith('resolved'), true);
   t.false(o.dnsName.startsWith('resolved'), `a name was resolved: ${o.dnsName}`);
   await new Promise((r) => setTimeout(r, 300));
   t.deepEqual(hits, [], 'nothing reached any server of this host');
+  if (other !== null) t.deepEqual(other.hits(), [], 'nothing reached the other host');
 
   const open = await probe(t, 'network', params, { mode: 'off' });
   t.is(open.run.value.tcpLoopback, 'connected', 'without the sandbox the run connects to loopback');
   t.is(open.run.value.unixPath, 'connected');
+  if (other !== null) {
+    t.is(open.run.value.tcpOtherHost, 'connected', 'without the sandbox the run reaches the other host');
+    await new Promise((r) => setTimeout(r, 200));
+    t.true(other.hits().includes('udp'), 'and its UDP server');
+  }
 });
 
 sandboxed('a process a sandboxed run started, in a session of its own, ends with the run', async (t) => {
@@ -262,4 +320,54 @@ asRoot('concurrent sandboxed runs are distinct users', async (t) => {
   t.not(a.value, b.value);
   t.not(a.value, 0);
   t.not(b.value, 0);
+});
+
+const noNobody = status.ok ? cannotSwitchUser() : status.reason;
+if (noNobody !== null) console.log(`86-peek-attack-sandbox: the unprivileged-supervisor test is skipped: ${noNobody}`);
+(noNobody === null ? test.serial : test.serial.skip)('an unprivileged supervisor (uid 65534) sandboxes in a user namespace: the process, file and network probes hold the same', async (t) => {
+  t.timeout(120_000);
+  const install = readableInstall();
+  const dir = tmpDir(t);
+  fs.chmodSync(dir, 0o755);
+  const file = worker(dir, 'probe', PROBE, { commands: ['procs', 'files', 'network'] });
+  for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o644);
+  const v = victim(t);
+  const tcp = net.createServer((s) => s.destroy());
+  await new Promise((r) => tcp.listen(0, '127.0.0.1', r));
+  t.teardown(() => tcp.close());
+  let reached = 0;
+  tcp.on('connection', () => reached++);
+  const jobs = [
+    ['procs', { victim: v.pid, supervisor: 1 }],
+    ['files', { paths: [file, '/etc/passwd'] }],
+    ['network', { tcpPort: tcp.address().port, udpPort: 9, unixPath: '/nonexistent', abstract: 'x' }],
+  ];
+  const out = await superviseFrom(
+    install,
+    `const { createWorkerHost, nodeAdapter } = require(root + '/js/peek');
+    const adapter = nodeAdapter({ sandbox: 'required', log: () => {} });
+    const host = createWorkerHost({ adapter });
+    const out = { sandbox: adapter.sandbox, uid: process.getuid() };
+    try {
+      for (const [entry, params] of JSON.parse(args[1])) {
+        const r = await host.run(args[0], { kind: 'command', name: entry, params });
+        out[entry] = r.ok ? r.value : { error: r.error.code + ' ' + r.error.message };
+      }
+    } finally {
+      await host.close();
+      await adapter.close();
+    }
+    return out;`,
+    [file, JSON.stringify(jobs)],
+    { asNobody: true },
+  );
+  t.deepEqual(out.sandbox, { on: true, mode: 'userns' });
+  t.is(out.uid, NOBODY);
+  t.is(out.procs.uid, NOBODY, `runs are the supervisor’s uid: ${JSON.stringify(out)}`);
+  t.true(out.procs.pids.length <= 3 && !out.procs.pids.includes(v.pid), JSON.stringify(out.procs));
+  t.is(out.procs.killVictim, 'ESRCH');
+  t.deepEqual(out.files, { [file]: 'ENOENT', '/etc/passwd': 'ENOENT' });
+  t.regex(String(out.network.tcpLoopback), /^(ECONNREFUSED|ENETUNREACH)$/);
+  t.false(String(out.network.dnsName).startsWith('resolved'));
+  t.is(reached, 0);
 });

@@ -133,8 +133,9 @@ function readableInstall() {
  * supervisor process of its own, started with `install.node` in
  * `install.root`; resolves with what the body returns, through JSON.
  * @param {{ root: string, node: string, addon?: string }} install readableInstall(), or the checkout
+ * @param {{ asNobody?: boolean }} [options] asNobody: the supervisor itself runs as uid 65534 (not root)
  */
-function superviseFrom(install, body, args = []) {
+function superviseFrom(install, body, args = [], { asNobody = false } = {}) {
   const script = `const root = ${JSON.stringify(install.root)}; const args = process.argv.slice(1);
     (async () => { ${body} })().then((v) => process.stdout.write(JSON.stringify(v)), (err) => { console.error(err); process.exit(1); });`;
   return new Promise((resolve, reject) => {
@@ -142,6 +143,7 @@ function superviseFrom(install, body, args = []) {
       cwd: install.root, // the runs inherit it
       env: install.addon === undefined ? process.env : { ...process.env, DURABLE_WORKERS_ADDON: install.addon },
       stdio: ['ignore', 'pipe', 'inherit'],
+      ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}),
     });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
