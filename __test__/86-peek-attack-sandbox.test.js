@@ -13,7 +13,8 @@ const os = require('node:os');
 const net = require('node:net');
 const dgram = require('node:dgram');
 const path = require('node:path');
-const { worker, runCli, setup, httpServer } = require('./helpers/peek');
+const { worker, runCli, setup, httpServer, serve } = require('./helpers/peek');
+const { until } = require('./helpers/poll');
 const { tmpDir } = require('./helpers/tmp');
 const { sandboxStatus } = require('../js/peek/node/sandbox');
 const { NOBODY, cannotSwitchUser, readableInstall, superviseFrom } = require('./helpers/nobody');
@@ -51,6 +52,7 @@ export const procs = (api, ctx) => {
     killSupervisor: attempt(() => (process.kill(supervisor, 'SIGKILL'), 'killed')),
     killInit: attempt(() => (process.kill(1, 'SIGKILL'), 'killed')),
     uid: process.getuid(),
+    privileges: fs.readFileSync('/proc/self/status', 'utf8').split(String.fromCharCode(10)).filter((l) => /^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):/.test(l)).map((l) => l.replace(/[ \t]+/g, ' ')),
   };
 };
 
@@ -175,6 +177,7 @@ sandboxed('a sandboxed run sees only its own processes: not another process, not
   t.is(o.killVictim, 'ESRCH');
   t.is(o.killSupervisor, 'ESRCH');
   t.is(o.killInit, 'EPERM');
+  t.deepEqual(o.privileges, ['CapPrm: 0000000000000000', 'CapEff: 0000000000000000', 'CapBnd: 0000000000000000', 'CapAmb: 0000000000000000', 'NoNewPrivs: 1'], 'no capability, none to gain');
   t.is(v.exitCode, null, 'the other process still runs');
   t.is(v.signalCode, null);
 
@@ -366,8 +369,42 @@ if (noNobody !== null) console.log(`86-peek-attack-sandbox: the unprivileged-sup
   t.is(out.procs.uid, NOBODY, `runs are the supervisor’s uid: ${JSON.stringify(out)}`);
   t.true(out.procs.pids.length <= 3 && !out.procs.pids.includes(v.pid), JSON.stringify(out.procs));
   t.is(out.procs.killVictim, 'ESRCH');
+  t.deepEqual(out.procs.privileges, ['CapPrm: 0000000000000000', 'CapEff: 0000000000000000', 'CapBnd: 0000000000000000', 'CapAmb: 0000000000000000', 'NoNewPrivs: 1']);
   t.deepEqual(out.files, { [file]: 'ENOENT', '/etc/passwd': 'ENOENT' });
   t.regex(String(out.network.tcpLoopback), /^(ECONNREFUSED|ENETUNREACH)$/);
   t.false(String(out.network.dnsName).startsWith('resolved'));
   t.is(reached, 0);
+});
+
+test.serial('peek serve says once at start whether runs are sandboxed, and the enforcement that follows', async (t) => {
+  const said = async (mode) => {
+    const dir = tmpDir(t);
+    const workers = path.join(dir, 'workers');
+    fs.mkdirSync(workers);
+    const s = serve(t, workers, ['--state', path.join(dir, 'state'), '--sandbox', mode]);
+    const lines = () => s.lines.filter((l) => l.event === 'log' && l.worker === '(supervisor)' && /sandboxed/.test(l.args[0]));
+    await until(() => lines().length > 0, 20_000, () => `the sandbox line; stderr: ${s.stderr()}`);
+    s.proc.kill('SIGTERM');
+    await s.exited;
+    return lines();
+  };
+  const off = await said('off');
+  t.is(off.length, 1);
+  t.is(off[0].level, 'warn');
+  t.regex(off[0].args[0], /NOT sandboxed: turned off .*guard-rail/);
+  if (status.ok) {
+    const on = await said('auto');
+    t.is(on.length, 1);
+    t.regex(on[0].args[0], /^runs are sandboxed .*egress-control/);
+  }
+});
+
+test('sandbox options are checked: a mode other than auto, required or off, and a uid range out of bounds, are refused naming the option', (t) => {
+  const { nodeAdapter } = require('durable-workers/peek');
+  t.throws(() => nodeAdapter({ sandbox: 'yes' }), { instanceOf: TypeError, message: /nodeAdapter\(\{ sandbox \}\): 'auto', 'required' or 'off', got "yes"/ });
+  t.throws(() => nodeAdapter({ sandbox: 'off', sandboxUids: [0, 10] }), { instanceOf: RangeError, message: /sandboxUids/ });
+  t.throws(() => nodeAdapter({ sandbox: 'off', sandboxUids: [2 ** 32 - 10, 100] }), { instanceOf: RangeError, message: /sandboxUids/ });
+  const cli = require('node:child_process').spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'durable-workers.js'), 'peek', 'run', 'x.json', '--sandbox', 'maybe'], { encoding: 'utf8' });
+  t.is(cli.status, 2);
+  t.regex(cli.stderr, /--sandbox maybe: use auto, required or off/);
 });

@@ -119,6 +119,7 @@ function parseTrigger(spec, params) {
 async function runOnce(args, io) {
   const { values, positionals } = parse(args, { ...optionSpec, trigger: { type: 'string' }, params: { type: 'string' } });
   if (positionals.length !== 1) throw new UsageError('peek run takes one manifest');
+  sandboxMode(values.sandbox);
   let params = null;
   if (values.params !== undefined) {
     try {
@@ -147,6 +148,7 @@ async function runOnce(args, io) {
 async function serve(args, io) {
   const { values, positionals } = parse(args, { ...optionSpec, channel: { type: 'string' } });
   if (positionals.length !== 1) throw new UsageError('peek serve takes one directory of manifests');
+  sandboxMode(values.sandbox);
   const dir = path.resolve(positionals[0]);
   const { nodeAdapter, createWorkerHost, createSupervisor } = require('../peek');
   const print = printer(io, values.json);

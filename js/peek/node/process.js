@@ -89,6 +89,8 @@ function forkRunProcess({ memoryMb, uid, gid, sandbox = null }) {
   let node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD];
   let releaseUid = () => {};
   if (sandbox !== null) {
+    // The host's temporary directory is not in the sandbox; its own /tmp is.
+    env.TMPDIR = '/tmp';
     const s = sandboxCommand(sandbox.status, sandbox.pool, [...node, '--sandboxed']);
     node = s.command;
     releaseUid = s.release;

@@ -135,6 +135,7 @@ function bwrapArgs(status, { uid, binds }) {
  * The uids handed to concurrent runs when the supervisor is root: each
  * process takes one when it is forked and gives it back when it has exited,
  * and one is not handed out again until the rest of the pool has been.
+ * Distinct within one supervisor; supervisors do not coordinate.
  */
 class UidPool {
   #first;
@@ -146,6 +147,8 @@ class UidPool {
   constructor([first, count] = DEFAULT_UIDS) {
     this.#first = first;
     this.#count = count;
+    // Two supervisors on one machine (two `peek run`s) most likely start apart.
+    this.#next = require('node:crypto').randomInt(count);
   }
 
   take() {
