@@ -290,9 +290,7 @@ type StubArgs<A extends any[]> = { [I in keyof A]: A[I] extends DurableWebSocket
 
 /** A caller's handle on a worker: each method returns a Promise of its (cloned) result. */
 export type Stub<W> = {
-  readonly [K in Exclude<keyof W, Hook> as W[K] extends (...args: any[]) => any ? K : never]: W[K] extends (...args: infer A) => infer R
-    ? (...args: StubArgs<A>) => Promise<Awaited<R>>
-    : never;
+  readonly [K in Exclude<keyof W, Hook> as W[K] extends (...args: any[]) => any ? K : never]: W[K] extends (...args: infer A) => infer R ? (...args: StubArgs<A>) => Promise<Awaited<R>> : never;
 };
 
 export interface HostStats {

@@ -71,7 +71,10 @@ test('Date, Map, Set, BigInt, typed arrays and cyclic objects come back as thems
   cyclic.self = cyclic;
   const value = {
     when: new Date(Date.UTC(2024, 1, 29, 12)),
-    map: new Map([['a', 1], [2, 'b']]),
+    map: new Map([
+      ['a', 1],
+      [2, 'b'],
+    ]),
     set: new Set(['x', 'y']),
     big: 2n ** 70n,
     bytes: new Uint8Array([1, 2, 3]),
@@ -87,7 +90,13 @@ test('Date, Map, Set, BigInt, typed arrays and cyclic objects come back as thems
   t.true(back.when instanceof Date);
   t.is(back.when.getTime(), value.when.getTime());
   t.true(back.map instanceof Map);
-  t.deepEqual([...back.map], [['a', 1], [2, 'b']]);
+  t.deepEqual(
+    [...back.map],
+    [
+      ['a', 1],
+      [2, 'b'],
+    ],
+  );
   t.true(back.set instanceof Set);
   t.is(back.big, 2n ** 70n);
   t.deepEqual([...back.bytes], [1, 2, 3]);

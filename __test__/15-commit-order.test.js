@@ -16,12 +16,16 @@ function heldStorage() {
 const settle = () => new Promise((r) => setImmediate(r));
 
 function stateWith(native) {
-  const s = new DurableState(() => 'Test "t"', native, () => {});
+  const s = new DurableState(
+    () => 'Test "t"',
+    native,
+    () => {},
+  );
   s._load({ exists: true, keys: [], tags: [], values: [] });
   return s;
 }
 
-test('waiters are released in the order of the commits they wait for, even when a later write rides an earlier waiter\'s commit', async (t) => {
+test("waiters are released in the order of the commits they wait for, even when a later write rides an earlier waiter's commit", async (t) => {
   const { commits, native } = heldStorage();
   const s = stateWith(native);
   const order = [];

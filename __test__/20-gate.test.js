@@ -102,7 +102,7 @@ test.serial('state.sync() resolves after the writes so far have committed', asyn
   t.is(await h.get(Counter, 's').syncThenReport(), 1);
 });
 
-test.serial('a call leaving a worker waits for that worker\'s writes to commit (output gate)', async (t) => {
+test.serial("a call leaving a worker waits for that worker's writes to commit (output gate)", async (t) => {
   const h = await host(t);
   await h.get(Audit, 'a').commitsNow(); // materialize the callee first
   t.is(await h.get(Order, 'o1').place(), 1);

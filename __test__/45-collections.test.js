@@ -39,7 +39,6 @@ class Shop extends DurableWorker {
 
   /** Runs `fn(orders, state)` from a string: one test worker for many scenarios. */
   async run(src, ...args) {
-    // eslint-disable-next-line no-new-func
     return new Function('orders', 'state', 'args', `return (async () => { ${src} })()`)(this.state.collection('orders'), this.state, args);
   }
 }

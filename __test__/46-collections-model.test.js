@@ -313,10 +313,7 @@ const VALID = {
     fc.double({ noNaN: true }),
   ),
   boolean: fc.boolean(),
-  date: fc.oneof(
-    { weight: 4, arbitrary: fc.integer({ min: -2, max: 2 }).map(dateOf) },
-    fc.constantFrom(8.64e15, -8.64e15, 1_700_000_000_000).map(dateOf),
-  ),
+  date: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -2, max: 2 }).map(dateOf) }, fc.constantFrom(8.64e15, -8.64e15, 1_700_000_000_000).map(dateOf)),
 };
 const WRONG = {
   text: fc.constantFrom(5, 1n, true, new Date(0), { a: 1 }, ['a']),
@@ -338,16 +335,10 @@ const undeclaredValue = fc.oneof(
 );
 
 /** A declared field's value in a document: valid, null, or explicitly undefined. */
-const fieldValue = (type) =>
-  fc.oneof({ weight: 6, arbitrary: VALID[type] }, fc.constant(null), fc.constant(undefined));
+const fieldValue = (type) => fc.oneof({ weight: 6, arbitrary: VALID[type] }, fc.constant(null), fc.constant(undefined));
 
-const validDocArb = fc.record(
-  { ...Object.fromEntries(DECLARED.map((f) => [f, fieldValue(DECL[f])])), [UNDECLARED]: undeclaredValue },
-  { requiredKeys: [] },
-);
-const badDocArb = fc
-  .tuple(validDocArb, fc.constantFrom(...DECLARED))
-  .chain(([doc, f]) => WRONG[DECL[f]].map((v) => ({ ...doc, [f]: v })));
+const validDocArb = fc.record({ ...Object.fromEntries(DECLARED.map((f) => [f, fieldValue(DECL[f])])), [UNDECLARED]: undeclaredValue }, { requiredKeys: [] });
+const badDocArb = fc.tuple(validDocArb, fc.constantFrom(...DECLARED)).chain(([doc, f]) => WRONG[DECL[f]].map((v) => ({ ...doc, [f]: v })));
 const docArb = fc.oneof({ weight: 9, arbitrary: validDocArb }, { weight: 1, arbitrary: badDocArb });
 
 /** A value to compare field `f` with (a date field also takes epoch ms). */
@@ -364,35 +355,26 @@ function condition(f) {
   // A null range bound is rare: it is refused with a TypeError.
   const range = fc.oneof({ weight: 19, arbitrary: v }, fc.constant(null));
   const ops = fc
-    .record(
-      { $eq: vOrNull, $ne: vOrNull, $lt: range, $lte: range, $gt: range, $gte: range, $in: fc.array(v, { maxLength: 3 }) },
-      { requiredKeys: [] },
-    )
+    .record({ $eq: vOrNull, $ne: vOrNull, $lt: range, $lte: range, $gt: range, $gte: range, $in: fc.array(v, { maxLength: 3 }) }, { requiredKeys: [] })
     .filter((o) => Object.keys(o).length > 0 && Object.keys(o).length <= 2);
   return fc.oneof(vOrNull, ops);
 }
 
 const FIELDS = [...DECLARED, UNDECLARED];
-const whereArb = fc
-  .array(fc.oneof(...FIELDS.map((f) => fc.tuple(fc.constant(f), condition(f)))), { maxLength: 2 })
-  .map((entries) => Object.fromEntries(entries));
-const orderArb = fc.oneof(
-  fc.constantFrom(...FIELDS),
-  fc.tuple(fc.constantFrom(...FIELDS), fc.constantFrom('asc', 'desc')),
-);
-const findArb = fc.record(
-  { where: whereArb, orderBy: orderArb, limit: fc.integer({ min: 0, max: 4 }), scan: fc.boolean() },
-  { requiredKeys: [] },
-);
+const whereArb = fc.array(fc.oneof(...FIELDS.map((f) => fc.tuple(fc.constant(f), condition(f)))), { maxLength: 2 }).map((entries) => Object.fromEntries(entries));
+const orderArb = fc.oneof(fc.constantFrom(...FIELDS), fc.tuple(fc.constantFrom(...FIELDS), fc.constantFrom('asc', 'desc')));
+const findArb = fc.record({ where: whereArb, orderBy: orderArb, limit: fc.integer({ min: 0, max: 4 }), scan: fc.boolean() }, { requiredKeys: [] });
 
 const howArb = fc.oneof(
   fc.constant({ kind: 'none' }),
   docArb.map((doc) => ({ kind: 'set', doc })),
-  fc.constantFrom(...FIELDS).chain((f) =>
-    fc
-      .oneof({ weight: 9, arbitrary: f === UNDECLARED ? undeclaredValue : fieldValue(DECL[f]) }, f === UNDECLARED ? undeclaredValue : WRONG[DECL[f]])
-      .map((value) => ({ kind: 'patch', field: f, value })),
-  ),
+  fc
+    .constantFrom(...FIELDS)
+    .chain((f) =>
+      fc
+        .oneof({ weight: 9, arbitrary: f === UNDECLARED ? undeclaredValue : fieldValue(DECL[f]) }, f === UNDECLARED ? undeclaredValue : WRONG[DECL[f]])
+        .map((value) => ({ kind: 'patch', field: f, value })),
+    ),
 );
 
 const simpleOp = fc.oneof(
@@ -446,7 +428,10 @@ async function runSteps(parent, steps, stats) {
   try {
     let i = 0;
     const check = (ops, actual, where) => {
-      const expected = settle(ops.map((op) => model.apply(op)), actual);
+      const expected = settle(
+        ops.map((op) => model.apply(op)),
+        actual,
+      );
       assert.deepStrictEqual(actual, expected, `results differ at ${where}`);
       ops.forEach((op, k) => tally(stats, op, expected[k]));
     };
@@ -492,7 +477,12 @@ test('collections behave like the model: writes, queries, transactions and reope
     return;
   }
   t.log(`${NUM_RUNS} runs in ${Date.now() - started} ms`);
-  t.log(Object.entries(stats).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(' '));
+  t.log(
+    Object.entries(stats)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' '),
+  );
   // The generators reach what the property is about.
   for (const k of ['find:several', 'find:scan hit', 'put:ERR_DURABLE_TYPE', 'find:ERR_DURABLE_NOT_INDEXED', 'txn:rolled back', 'txn:committed', 'reopen']) {
     t.true((stats[k] ?? 0) > 0, `never reached ${k}`);

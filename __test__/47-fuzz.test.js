@@ -36,8 +36,7 @@ const { open, DurableWorker } = require('..');
 const { tmpDir } = require('./helpers/tmp');
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
-const replay = () =>
-  process.env.FUZZ_SEED === undefined ? {} : { seed: Number(process.env.FUZZ_SEED), path: process.env.FUZZ_PATH };
+const replay = () => (process.env.FUZZ_SEED === undefined ? {} : { seed: Number(process.env.FUZZ_SEED), path: process.env.FUZZ_PATH });
 
 // --- inputs ------------------------------------------------------------------
 
@@ -52,11 +51,7 @@ for (const k of KEY_2049) assert.equal(Buffer.byteLength(k), 2049);
 
 const validKey = (k) => k.isWellFormed() && Buffer.byteLength(k) <= 2048;
 
-const shortKey = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 6 }),
-  fc.constantFrom(...NEAR),
-  fc.string({ unit: fc.constantFrom('a', 'b', '\uFFFF', '\u{10000}'), maxLength: 3 }),
-);
+const shortKey = fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom(...NEAR), fc.string({ unit: fc.constantFrom('a', 'b', '\uFFFF', '\u{10000}'), maxLength: 3 }));
 const keyArb = fc.oneof({ weight: 8, arbitrary: shortKey }, { weight: 1, arbitrary: fc.constantFrom(...KEY_2048, ...KEY_2049, ...LONE) });
 
 /** A marker the worker turns into a value that cannot be cloned (functions cannot be sent as arguments). */
@@ -99,10 +94,7 @@ const valueArb = fc.oneof(
  * @param {{ key: fc.Arbitrary<string>, listKey: fc.Arbitrary<string> }} space
  */
 function generators({ key, listKey }) {
-  const listOpts = fc.record(
-    { prefix: listKey, start: listKey, end: listKey, limit: fc.nat(5), reverse: fc.boolean() },
-    { requiredKeys: [] },
-  );
+  const listOpts = fc.record({ prefix: listKey, start: listKey, end: listKey, limit: fc.nat(5), reverse: fc.boolean() }, { requiredKeys: [] });
   const leaf = fc.oneof(
     { weight: 6, arbitrary: fc.record({ op: fc.constant('set'), key, value: valueArb }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('set'), key, bad: fc.constantFrom(...UNCLONEABLE) }) },
@@ -114,10 +106,7 @@ function generators({ key, listKey }) {
     { weight: 2, arbitrary: fc.constant({ op: 'sync' }) },
   );
   const txnOf = (inner) => fc.record({ op: fc.constant('txn'), ops: fc.array(inner, { maxLength: 4 }), throws: fc.boolean() });
-  const op = fc.oneof(
-    { weight: 6, arbitrary: leaf },
-    { weight: 2, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leaf }, { weight: 2, arbitrary: txnOf(leaf) })) },
-  );
+  const op = fc.oneof({ weight: 6, arbitrary: leaf }, { weight: 2, arbitrary: txnOf(fc.oneof({ weight: 4, arbitrary: leaf }, { weight: 2, arbitrary: txnOf(leaf) })) });
   return fc.oneof(
     { weight: 8, arbitrary: fc.record({ step: fc.constant('call'), ops: fc.array(op, { minLength: 1, maxLength: 5 }) }) },
     { weight: 1, arbitrary: fc.record({ step: fc.constant('throwing call'), ops: fc.array(leaf, { minLength: 1, maxLength: 3 }) }) },
@@ -224,9 +213,7 @@ function model(m, ops) {
         break;
       case 'list': {
         const { prefix, start, end, limit, reverse } = o.opts;
-        let keys = [...m.keys()]
-          .sort()
-          .filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
+        let keys = [...m.keys()].sort().filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
         if (reverse) keys.reverse();
         if (limit !== undefined) keys = keys.slice(0, limit);
         out.push({ value: keys.map((k) => [k, m.get(k)]) });
@@ -353,14 +340,24 @@ class Fuzz extends DurableWorker {
 Fuzz.collections = { docs: { id: 'text' } };
 
 /** A worker that holds known data; checked unchanged after every bad input. */
-const SENTINEL = { id: 'sentinel', entries: [['a', 1], ['b', { deep: [1, 2, 3] }], ['\u{10FFFF}', 'last']] };
+const SENTINEL = {
+  id: 'sentinel',
+  entries: [
+    ['a', 1],
+    ['b', { deep: [1, 2, 3] }],
+    ['\u{10FFFF}', 'last'],
+  ],
+};
 
 async function seedSentinel(host) {
   for (const [k, v] of SENTINEL.entries) await host.get(Fuzz, SENTINEL.id).put(k, v);
 }
 
 async function sentinelUnchanged(host) {
-  assert.deepEqual(await host.get(Fuzz, SENTINEL.id).dump(), [...SENTINEL.entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  assert.deepEqual(
+    await host.get(Fuzz, SENTINEL.id).dump(),
+    [...SENTINEL.entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
 }
 
 // --- this.state against the model ---------------------------------------------------
@@ -377,7 +374,11 @@ async function modelRuns(t, stepArb, numRuns) {
       try {
         await seedSentinel(host);
         const m = new Map();
-        const check = async () => assert.deepEqual(await host.get(Fuzz, id).dump(), [...m.keys()].sort().map((k) => [k, m.get(k)]));
+        const check = async () =>
+          assert.deepEqual(
+            await host.get(Fuzz, id).dump(),
+            [...m.keys()].sort().map((k) => [k, m.get(k)]),
+          );
         for (const s of steps) {
           switch (s.step) {
             case 'call':
@@ -567,13 +568,10 @@ test('ids with NUL, slashes, "..", 2,048 bytes and any code point each address t
 test('random ids from the whole Unicode range each address their own worker', async (t) => {
   t.timeout(120_000);
   await fc.assert(
-    fc.asyncProperty(
-      fc.uniqueArray(fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 12 }),
-      async (ids) => {
-        fc.pre(!ids.includes(SENTINEL.id));
-        await checkIds(t, ids, []);
-      },
-    ),
+    fc.asyncProperty(fc.uniqueArray(fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 12 }), async (ids) => {
+      fc.pre(!ids.includes(SENTINEL.id));
+      await checkIds(t, ids, []);
+    }),
     { numRuns: Math.max(5, Math.round(RUNS / 4)), ...replay() },
   );
   t.pass();

@@ -105,7 +105,11 @@ test.serial('a flood past the mailbox is refused with ERR_DURABLE_BUSY while the
   );
 
   // Every refusal arrives while hold() still runs: none waits for the queue.
-  await until(() => log.length >= N - MAILBOX, 10_000, () => `${N - MAILBOX} refusals, got ${log.length}`);
+  await until(
+    () => log.length >= N - MAILBOX,
+    10_000,
+    () => `${N - MAILBOX} refusals, got ${log.length}`,
+  );
   t.is(log.length, N - MAILBOX, 'only refusals have settled');
   t.true(log.every((e) => e.startsWith('refused:')));
   t.deepEqual(ran, ['hold'], 'no queued call ran meanwhile');
@@ -173,7 +177,10 @@ test.serial('refused calls retain nothing: 100,000 of them leave the heap as it 
   t.true(grew < 5e6, `the heap grew by ${grew} bytes over 100,000 refused calls`);
   release();
   await result;
-  t.deepEqual(await Promise.all(accepted), Array.from({ length: 16 }, (_, i) => i));
+  t.deepEqual(
+    await Promise.all(accepted),
+    Array.from({ length: 16 }, (_, i) => i),
+  );
 });
 
 test.serial('5,000 distinct workers written with maxLive 128 keep the open set at 128 plus the calls in flight, and memory flat after warm-up', async (t) => {

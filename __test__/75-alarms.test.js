@@ -28,7 +28,6 @@ const SETTLE = 1500;
 const { sleep, until } = require('./helpers/poll');
 const range = (n) => Array.from({ length: n }, (_, i) => i);
 
-
 /** Runs of the hook recorded in this process for `id` (ids are unique across this file). */
 const runsOf = (id, ev = 'begin') => record.log.filter((e) => e.id === id && e.ev === ev);
 const brief = (recs) => JSON.stringify(recs.map(({ others, ...r }) => r));
@@ -178,7 +177,11 @@ test.serial('a process killed in the middle of an alarm handler runs the handler
 
   const host = await openHost(t, dir);
   await startAlarms(t, host, [Alarmed]);
-  await until(() => runsOf('k2', 'done').length > 0, 30_000, () => `the handler to run again; runs so far ${brief(runsOf('k2'))}`);
+  await until(
+    () => runsOf('k2', 'done').length > 0,
+    30_000,
+    () => `the handler to run again; runs so far ${brief(runsOf('k2'))}`,
+  );
   await sleep(SETTLE);
   const runs = runsOf('k2');
   t.is(runs.length, 1, `runs once after the restart: ${brief(runs)}`);
@@ -229,7 +232,10 @@ for (const point of ['alarm-after-index-earlier', 'alarm-after-worker-write']) {
       const { signal } = await c.ended;
       t.is(signal, 'SIGKILL', `the crash hook killed the child inside setAlarm; ${c.tell()}`);
       t.true(c.events.some((e) => e.ev === 'arming'));
-      t.false(c.events.some((e) => e.ev === 'armed'), 'setAlarm never returned');
+      t.false(
+        c.events.some((e) => e.ev === 'armed'),
+        'setAlarm never returned',
+      );
 
       const expected = point === 'alarm-after-index-earlier' ? priorAt : nextAt;
       const fires = expected !== null && expected < FAR;
@@ -347,7 +353,11 @@ test.serial('a throwing handler is retried after about 1 s and then 2 s with ret
   const at = Date.now() + 300;
   await host.get(Alarmed, id).arm(at);
   await startAlarms(t, host, [Alarmed]);
-  await until(() => runsOf(id, 'done').length > 0, 30_000, () => `the third run to succeed; runs ${brief(runsOf(id))}; failures ${failures.length}`);
+  await until(
+    () => runsOf(id, 'done').length > 0,
+    30_000,
+    () => `the third run to succeed; runs ${brief(runsOf(id))}; failures ${failures.length}`,
+  );
   await sleep(SETTLE);
 
   const runs = runsOf(id);
@@ -403,7 +413,11 @@ test.serial('the attempt count of a failing alarm survives a SIGKILL: the run af
 
   const host = await openHost(t, dir);
   await startAlarms(t, host, [Alarmed]);
-  await until(() => runsOf(id, 'done').length > 0, 30_000, () => `the retry to run after the restart; runs ${brief(runsOf(id))}`);
+  await until(
+    () => runsOf(id, 'done').length > 0,
+    30_000,
+    () => `the retry to run after the restart; runs ${brief(runsOf(id))}`,
+  );
   const runs = runsOf(id);
   t.is(runs.length, 1, brief(runs));
   t.is(runs[0].retryCount, failures.length, 'the attempt count was kept on disk');
@@ -417,7 +431,12 @@ test.serial('a process with alarms set and no startAlarms exits by itself, and t
   t.timeout(60_000);
   const dir = tmpDir(t);
   const at = Date.now() + 5 * 60_000;
-  const c = child(t, dir, { arm: [{ id: 'k6', at }, { id: 'k6', at: at + 1, name: 'a' }] });
+  const c = child(t, dir, {
+    arm: [
+      { id: 'k6', at },
+      { id: 'k6', at: at + 1, name: 'a' },
+    ],
+  });
   // Generous: it should take well under a second once the alarms are set.
   const outcome = await Promise.race([c.ended, sleep(20_000).then(() => 'still running after 20 s')]);
   t.deepEqual(outcome, { code: 0, signal: null }, c.tell());
@@ -432,7 +451,7 @@ test.serial('startAlarms keeps the process alive until stop(), after which it ex
   t.timeout(60_000);
   const dir = tmpDir(t);
   const c = child(t, dir, { arm: [{ id: 'k6b', at: Date.now() + 5 * 60_000 }], start: true, stopAfterMs: 2000 });
-  await c.wait((e) => e.ev === 'stopped', 30_000, 'stop(), 2 s after startAlarms (the timer is unref\'d: only the scheduler holds the process)');
+  await c.wait((e) => e.ev === 'stopped', 30_000, "stop(), 2 s after startAlarms (the timer is unref'd: only the scheduler holds the process)");
   const outcome = await Promise.race([c.ended, sleep(20_000).then(() => 'still running 20 s after stop()')]);
   t.deepEqual(outcome, { code: 0, signal: null }, c.tell());
 });
@@ -453,7 +472,11 @@ test.serial('1,000 workers with alarms at distinct times fire in time order, eac
 
   await startAlarms(t, host, [Alarmed]);
   const mine = (ev) => record.log.filter((e) => e.ev === ev && e.id.startsWith('k7-'));
-  await until(() => mine('done').length >= N, Math.max(0, base + N - Date.now()) + 120_000, () => `all ${N} to fire; ${mine('done').length} so far`);
+  await until(
+    () => mine('done').length >= N,
+    Math.max(0, base + N - Date.now()) + 120_000,
+    () => `all ${N} to fire; ${mine('done').length} so far`,
+  );
   await sleep(SETTLE);
 
   const runs = mine('begin');
@@ -490,72 +513,75 @@ test.serial('1,000 workers with alarms at distinct times fire in time order, eac
   t.log(`lateness p50 ${late[N >> 1]} ms, p99 ${late[Math.floor(N * 0.99)]} ms, max ${late[N - 1]} ms`);
 });
 
-test.serial('named alarms on one worker fire independently with their own times; deleteAlarm(name) removes only that one; a firing alarm reads as cleared and setting it in its handler repeats it', async (t) => {
-  t.timeout(60_000);
-  const host = await openHost(t, tmpDir(t));
-  const w = host.get(Alarmed, 'k8');
-  const w2 = host.get(Alarmed, 'k8-2');
-  const base = Date.now();
-  const at = { '': base + 1200, a: base + 1000, b: base + 2000, c: base + 1500 };
-  await w.repeat('a', 1, 400);
-  t.is(await w.arm(at['']), at['']);
-  t.is(await w.arm(at.a, 'a'), at.a);
-  t.is(await w.arm(new Date(at.b), 'b'), at.b, 'a Date is accepted and read back as ms');
-  t.is(await w.arm(at.c, 'c'), at.c);
-  await w.disarm('c');
-  t.deepEqual(await Promise.all(NAMES.map((n) => w.when(n))), [at[''], at.a, at.b, null, null]);
-  t.is(await w.when(), at[''], 'getAlarm() is the unnamed alarm');
+test.serial(
+  'named alarms on one worker fire independently with their own times; deleteAlarm(name) removes only that one; a firing alarm reads as cleared and setting it in its handler repeats it',
+  async (t) => {
+    t.timeout(60_000);
+    const host = await openHost(t, tmpDir(t));
+    const w = host.get(Alarmed, 'k8');
+    const w2 = host.get(Alarmed, 'k8-2');
+    const base = Date.now();
+    const at = { '': base + 1200, a: base + 1000, b: base + 2000, c: base + 1500 };
+    await w.repeat('a', 1, 400);
+    t.is(await w.arm(at['']), at['']);
+    t.is(await w.arm(at.a, 'a'), at.a);
+    t.is(await w.arm(new Date(at.b), 'b'), at.b, 'a Date is accepted and read back as ms');
+    t.is(await w.arm(at.c, 'c'), at.c);
+    await w.disarm('c');
+    t.deepEqual(await Promise.all(NAMES.map((n) => w.when(n))), [at[''], at.a, at.b, null, null]);
+    t.is(await w.when(), at[''], 'getAlarm() is the unnamed alarm');
 
-  // deleteAlarm() with no name removes the unnamed one only.
-  await w2.arm(base + 900);
-  await w2.arm(base + 1100, 'x');
-  await w2.disarm();
-  t.is(await w2.when(), null);
-  t.is(await w2.when('x'), base + 1100);
+    // deleteAlarm() with no name removes the unnamed one only.
+    await w2.arm(base + 900);
+    await w2.arm(base + 1100, 'x');
+    await w2.disarm();
+    t.is(await w2.when(), null);
+    t.is(await w2.when('x'), base + 1100);
 
-  await startAlarms(t, host, [Alarmed]);
-  await until(
-    () => runsOf('k8', 'done').length >= 4 && runsOf('k8-2', 'done').length >= 1,
-    20_000,
-    () => `4 firings on k8 and 1 on k8-2; so far ${brief([...runsOf('k8'), ...runsOf('k8-2')])}`,
-  );
-  await sleep(SETTLE);
+    await startAlarms(t, host, [Alarmed]);
+    await until(
+      () => runsOf('k8', 'done').length >= 4 && runsOf('k8-2', 'done').length >= 1,
+      20_000,
+      () => `4 firings on k8 and 1 on k8-2; so far ${brief([...runsOf('k8'), ...runsOf('k8-2')])}`,
+    );
+    await sleep(SETTLE);
 
-  const runs = runsOf('k8');
-  const byName = (n) => runs.filter((r) => r.name === n);
-  t.is(runs.length, 4, brief(runs));
-  t.deepEqual(
-    byName('').map((r) => r.scheduledTime),
-    [at['']],
-  );
-  t.deepEqual(
-    byName('b').map((r) => r.scheduledTime),
-    [at.b],
-  );
-  t.deepEqual(byName('c'), [], 'a deleted alarm does not fire');
-  // 'done' records carry what the handler did after it began (repeatedTo).
-  const [a1, a2] = runsOf('k8', 'done').filter((r) => r.name === 'a');
-  t.is(byName('a').length, 2, 'set again inside its handler, it fires again');
-  t.is(a1.scheduledTime, at.a);
-  t.is(typeof a1.repeatedTo, 'number');
-  t.true(a1.repeatedTo >= a1.at + 400 - CLOCK);
-  t.is(a2.scheduledTime, a1.repeatedTo);
-  t.true(a2.at >= a2.scheduledTime - CLOCK);
-  for (const r of runs) {
-    t.is(r.own, null, `${JSON.stringify(r.name)} reads as cleared inside its own handler`);
-    t.true(r.at >= r.scheduledTime - CLOCK, `${JSON.stringify(r.name)} fired ${r.scheduledTime - r.at} ms early`);
-    t.is(r.retryCount, 0);
-  }
-  t.is(a1.others.b, at.b, "another name's alarm is untouched while one fires");
-  t.is(a1.others[''], at[''], "the unnamed alarm is untouched while 'a' fires");
+    const runs = runsOf('k8');
+    const byName = (n) => runs.filter((r) => r.name === n);
+    t.is(runs.length, 4, brief(runs));
+    t.deepEqual(
+      byName('').map((r) => r.scheduledTime),
+      [at['']],
+    );
+    t.deepEqual(
+      byName('b').map((r) => r.scheduledTime),
+      [at.b],
+    );
+    t.deepEqual(byName('c'), [], 'a deleted alarm does not fire');
+    // 'done' records carry what the handler did after it began (repeatedTo).
+    const [a1, a2] = runsOf('k8', 'done').filter((r) => r.name === 'a');
+    t.is(byName('a').length, 2, 'set again inside its handler, it fires again');
+    t.is(a1.scheduledTime, at.a);
+    t.is(typeof a1.repeatedTo, 'number');
+    t.true(a1.repeatedTo >= a1.at + 400 - CLOCK);
+    t.is(a2.scheduledTime, a1.repeatedTo);
+    t.true(a2.at >= a2.scheduledTime - CLOCK);
+    for (const r of runs) {
+      t.is(r.own, null, `${JSON.stringify(r.name)} reads as cleared inside its own handler`);
+      t.true(r.at >= r.scheduledTime - CLOCK, `${JSON.stringify(r.name)} fired ${r.scheduledTime - r.at} ms early`);
+      t.is(r.retryCount, 0);
+    }
+    t.is(a1.others.b, at.b, "another name's alarm is untouched while one fires");
+    t.is(a1.others[''], at[''], "the unnamed alarm is untouched while 'a' fires");
 
-  const runs2 = runsOf('k8-2');
-  t.is(runs2.length, 1, brief(runs2));
-  t.like(runs2[0], { name: 'x', scheduledTime: base + 1100 });
+    const runs2 = runsOf('k8-2');
+    t.is(runs2.length, 1, brief(runs2));
+    t.like(runs2[0], { name: 'x', scheduledTime: base + 1100 });
 
-  t.deepEqual(await Promise.all(NAMES.map((n) => w.when(n))), [null, null, null, null, null], 'all fired and cleared');
-  t.is(await w2.when('x'), null);
-});
+    t.deepEqual(await Promise.all(NAMES.map((n) => w.when(n))), [null, null, null, null, null], 'all fired and cleared');
+    t.is(await w2.when('x'), null);
+  },
+);
 
 test.serial("deleteAll() and host.delete() take a worker's alarms with them", async (t) => {
   t.timeout(60_000);

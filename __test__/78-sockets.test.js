@@ -33,7 +33,6 @@ const SOON = 20_000;
 const { sleep, until } = require('./helpers/poll');
 const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
 
-
 /** What the fixture's hooks recorded for room `id` (ids are unique across this file). */
 const recorded = (id, ev) => record.log.filter((e) => e.id === id && (ev === undefined || e.ev === ev));
 const brief = (id) => JSON.stringify(recorded(id)).slice(-3000);
@@ -231,7 +230,10 @@ test('the messages on one socket reach webSocketMessage in the order sent, one a
     ada.send(`/seq ${i}`);
     if (i % (N / CALLS) === 0) calls.push(room.touch(i));
   }
-  t.deepEqual(await Promise.all(calls), range(0, CALLS).map((k) => (k * N) / CALLS));
+  t.deepEqual(
+    await Promise.all(calls),
+    range(0, CALLS).map((k) => (k * N) / CALLS),
+  );
   const got = await ada.take(2 * N, `${2 * N} replies`);
   t.deepEqual(
     got,
@@ -342,7 +344,11 @@ test('a client closing its socket runs webSocketClose with its code and reason, 
   t.is(host.stats().sockets, 2);
 
   ada.ws.close(4000, 'bye');
-  const [closed] = await until(() => recorded('close-1', 'close').length > 0 && recorded('close-1', 'close'), SOON, () => `webSocketClose; ${brief('close-1')}`);
+  const [closed] = await until(
+    () => recorded('close-1', 'close').length > 0 && recorded('close-1', 'close'),
+    SOON,
+    () => `webSocketClose; ${brief('close-1')}`,
+  );
   t.like(closed, { code: 4000, reason: 'bye', reasonType: 'string', wasClean: true, user: 'ada' });
   t.deepEqual(await ada.closed, { code: 4000, reason: 'bye' });
   t.deepEqual(await host.get(Room, 'close-1').who(), [{ user: 'bob', tags: ['user:bob'], readyState: 1 }]);
@@ -375,7 +381,11 @@ test('a worker closes a socket with ws.close(code, reason) and the client sees t
   const ada = await join(t, server, 'close-2', 'ada');
   ada.send('/close 4002 done here');
   t.deepEqual(await withDeadline(ada.closed, SOON, 'the close'), { code: 4002, reason: 'done here' });
-  await until(() => host.stats().sockets === 0, SOON, () => `stats().sockets to be 0, is ${host.stats().sockets}`);
+  await until(
+    () => host.stats().sockets === 0,
+    SOON,
+    () => `stats().sockets to be 0, is ${host.stats().sockets}`,
+  );
   t.deepEqual(await host.get(Room, 'close-2').who(), []);
 });
 
@@ -412,22 +422,33 @@ test('a protocol error on a socket runs webSocketError with the error, then webS
   await until(() => Buffer.concat(socket.received).includes('"welcome":"raw"'), SOON, 'the welcome');
   socket.write(Buffer.from([0x81, 0x02, 0x68, 0x69])); // FIN + text, no MASK bit, "hi"
 
-  const [failed] = await until(() => recorded('err-1', 'error').length > 0 && recorded('err-1', 'error'), SOON, () => `webSocketError; ${brief('err-1')}`);
-  t.is(typeof failed.message, 'string');
-  t.true(
-    failed.code === 'WS_ERR_EXPECTED_MASK' || failed.causeCode === 'WS_ERR_EXPECTED_MASK',
-    `the error is the one ws reported (or carries it as its cause): ${JSON.stringify(failed)}`,
+  const [failed] = await until(
+    () => recorded('err-1', 'error').length > 0 && recorded('err-1', 'error'),
+    SOON,
+    () => `webSocketError; ${brief('err-1')}`,
   );
+  t.is(typeof failed.message, 'string');
+  t.true(failed.code === 'WS_ERR_EXPECTED_MASK' || failed.causeCode === 'WS_ERR_EXPECTED_MASK', `the error is the one ws reported (or carries it as its cause): ${JSON.stringify(failed)}`);
   t.is(failed.user, 'raw');
   socket.destroy();
-  const [closed] = await until(() => recorded('err-1', 'close').length > 0 && recorded('err-1', 'close'), SOON, () => `webSocketClose; ${brief('err-1')}`);
+  const [closed] = await until(
+    () => recorded('err-1', 'close').length > 0 && recorded('err-1', 'close'),
+    SOON,
+    () => `webSocketClose; ${brief('err-1')}`,
+  );
   t.like(closed, { wasClean: false, user: 'raw' });
   t.deepEqual(
-    recorded('err-1').map((e) => e.ev).filter((ev) => ev === 'error' || ev === 'close'),
+    recorded('err-1')
+      .map((e) => e.ev)
+      .filter((ev) => ev === 'error' || ev === 'close'),
     ['error', 'close'],
   );
   t.deepEqual(recorded('err-1', 'message'), [], 'the bad frame is not a message');
-  await until(() => host.stats().sockets === 0, SOON, () => `stats().sockets to be 0, is ${host.stats().sockets}`);
+  await until(
+    () => host.stats().sockets === 0,
+    SOON,
+    () => `stats().sockets to be 0, is ${host.stats().sockets}`,
+  );
 });
 
 // --- tags and attachments ------------------------------------------------------
@@ -452,7 +473,11 @@ test('getWebSockets(tag) gives the open sockets accepted with that tag, and getT
   t.is(host.stats().sockets, 5);
 
   bob.ws.close(1000);
-  await until(() => recorded('tags-1', 'close').length > 0, SOON, () => `webSocketClose; ${brief('tags-1')}`);
+  await until(
+    () => recorded('tags-1', 'close').length > 0,
+    SOON,
+    () => `webSocketClose; ${brief('tags-1')}`,
+  );
   t.deepEqual(byTags(await room.who('team:red')), ['ada user:ada,team:red'], 'a closed socket is no longer listed');
   t.is(host.stats().sockets, 4);
 });

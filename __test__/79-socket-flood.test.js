@@ -46,7 +46,15 @@ test('a flood past the mailbox pauses the sockets instead of queueing without bo
   const waiting = ws.bufferedAmount;
   t.true(waiting > 4_000_000, `after 0.5 s, ${waiting} bytes still wait at the client`);
   t.true(seen.length < N / 2);
-  await until(() => seen.length === N, 100_000, () => `${seen.length} of ${N} frames handled`);
-  t.deepEqual(seen, Array.from({ length: N }, (_, i) => i), 'every frame, in order');
+  await until(
+    () => seen.length === N,
+    100_000,
+    () => `${seen.length} of ${N} frames handled`,
+  );
+  t.deepEqual(
+    seen,
+    Array.from({ length: N }, (_, i) => i),
+    'every frame, in order',
+  );
   t.true(host.stats().socketPauses >= 1, 'the worker’s sockets were paused');
 });

@@ -31,12 +31,9 @@ function sqlite(file, sql) {
   return out === '' ? [] : JSON.parse(out);
 }
 
-
 /** Every worker database under <dir>/<cls> (not SQLite's sidecar files), as paths relative to it. */
 function filesUnder(dir, cls) {
-  return fs
-    .readdirSync(path.join(dir, cls), { recursive: true })
-    .filter((rel) => !SIDECAR.test(rel) && fs.statSync(path.join(dir, cls, rel)).isFile());
+  return fs.readdirSync(path.join(dir, cls), { recursive: true }).filter((rel) => !SIDECAR.test(rel) && fs.statSync(path.join(dir, cls, rel)).isFile());
 }
 
 /** The worker file holding `id`, found by the id each file stores. */
@@ -71,7 +68,13 @@ test('ids with slashes, of 400 characters, or differing only in case are distinc
   await second.close();
 
   // Nothing escaped the class directory, whatever the ids held.
-  t.deepEqual(fs.readdirSync(dir).filter((n) => !SIDECAR.test(n)).sort(), ['Cart', '_registry.db']);
+  t.deepEqual(
+    fs
+      .readdirSync(dir)
+      .filter((n) => !SIDECAR.test(n))
+      .sort(),
+    ['Cart', '_registry.db'],
+  );
   const files = filesUnder(dir, 'Cart');
   t.is(files.length, ids.length);
   for (const rel of files) {

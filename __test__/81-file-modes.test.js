@@ -95,8 +95,14 @@ unix('an engine directory made under umask 0: directories 0700, worker files, WA
   const { whileOpen, afterClose } = inChild(t, WORK, dir);
   // The parents the engine made on the way are its own too.
   t.true(whileOpen.some((e) => e.path.endsWith(`${path.sep}made`) && e.dir));
-  t.true(whileOpen.some((e) => e.path.endsWith('_registry.db-wal')), 'the catalog has a WAL while open');
-  t.true(whileOpen.some((e) => /[0-9a-f]{64}\.db-wal$/.test(e.path)), 'workers have WALs while open');
+  t.true(
+    whileOpen.some((e) => e.path.endsWith('_registry.db-wal')),
+    'the catalog has a WAL while open',
+  );
+  t.true(
+    whileOpen.some((e) => /[0-9a-f]{64}\.db-wal$/.test(e.path)),
+    'workers have WALs while open',
+  );
   t.true(afterClose.filter((e) => /[0-9a-f]{64}\.db$/.test(e.path)).length === 24, 'one file per worker');
   assertPrivate(t, whileOpen, 'while open');
   assertPrivate(t, afterClose, 'after close');
@@ -117,7 +123,10 @@ unix('a catalog rebuilt after it was deleted, and a reopened directory, stay 060
     return walk(path.join(dir, 'made'));`,
     dir,
   );
-  t.true(after.some((e) => e.path.endsWith('_registry.db')), 'the catalog was rebuilt');
+  t.true(
+    after.some((e) => e.path.endsWith('_registry.db')),
+    'the catalog was rebuilt',
+  );
   assertPrivate(t, after, 'after a rebuild');
 });
 
@@ -194,7 +203,7 @@ if (whyNotRoot) console.log(`81-file-modes: skipping the uid ${NOBODY} test: ${w
     ['a worker file', as('cat', [workerFile])],
     ['the catalog', as('cat', [path.join(engineDir, '_registry.db')])],
     ['the directory', as('ls', [engineDir])],
-    ["a parent the engine made", as('ls', [path.join(dir, 'made')])],
+    ['a parent the engine made', as('ls', [path.join(dir, 'made')])],
   ]) {
     t.not(r.status, 0, `uid ${NOBODY} read ${what}`);
     t.regex(r.stderr, /Permission denied/, what);

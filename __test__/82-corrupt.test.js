@@ -138,8 +138,7 @@ test('repair() of a directory another host owns is ERR_DURABLE_LOCKED', async (t
 test('the repair command rebuilds a damaged catalog, and refuses with exit 3 while a process owns the directory', async (t) => {
   const { execFile } = require('node:child_process');
   const bin = path.join(__dirname, '..', 'bin', 'durable-workers.js');
-  const run = (...args) =>
-    new Promise((resolve) => execFile(process.execPath, [bin, ...args], (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr })));
+  const run = (...args) => new Promise((resolve) => execFile(process.execPath, [bin, ...args], (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr })));
   const { dir } = await notes(t);
   const host = await open({ dir });
   const owned = await run('repair', dir);

@@ -47,7 +47,11 @@ test.serial('a supervisor down across three due times runs the schedule once at 
 
   // Up: the schedule runs at least once, then a clean stop.
   const a = serveTick(t, workers, state);
-  await until(() => a.runs().length >= 1, 30_000, () => `a scheduled run; stderr: ${a.stderr()}`);
+  await until(
+    () => a.runs().length >= 1,
+    30_000,
+    () => `a scheduled run; stderr: ${a.stderr()}`,
+  );
   a.proc.kill('SIGTERM');
   t.deepEqual(await a.exited, { code: 0, signal: null }, a.stderr());
   const lastBefore = a.runs().at(-1).trigger.scheduledFor;
@@ -65,12 +69,19 @@ test.serial('a supervisor down across three due times runs the schedule once at 
   // Up again: wait for two runs of slots after the restart. A replay of
   // the other missed slots would come before them (they are due earlier).
   const b = serveTick(t, workers, state);
-  await until(() => b.runs().filter((r) => r.trigger.scheduledFor >= restart).length >= 2, 30_000, () => `two runs after the restart; stderr: ${b.stderr()}`);
+  await until(
+    () => b.runs().filter((r) => r.trigger.scheduledFor >= restart).length >= 2,
+    30_000,
+    () => `two runs after the restart; stderr: ${b.stderr()}`,
+  );
   b.proc.kill('SIGTERM');
   t.deepEqual(await b.exited, { code: 0, signal: null }, b.stderr());
 
   const runs = b.runs();
-  t.true(runs.every((r) => r.ok && r.trigger.kind === 'schedule'), JSON.stringify(runs));
+  t.true(
+    runs.every((r) => r.ok && r.trigger.kind === 'schedule'),
+    JSON.stringify(runs),
+  );
   const caught = runs.filter((r) => r.trigger.scheduledFor < restart);
   t.is(caught.length, 1, `exactly one run for the ${missed} slots missed: ${JSON.stringify(caught.map((r) => r.trigger.scheduledFor))}`);
   const [catchUp, next] = runs;

@@ -89,7 +89,11 @@ test.serial('peek serve over a WebSocket hub: commands run, results reach result
   let err = '';
   proc.stderr.on('data', (d) => (err += d));
   t.teardown(() => proc.kill('SIGKILL'));
-  await until(() => h.subscribed.includes('cmd:execute:*'), 20_000, () => `the supervisor to subscribe; stderr: ${err}`);
+  await until(
+    () => h.subscribed.includes('cmd:execute:*'),
+    20_000,
+    () => `the supervisor to subscribe; stderr: ${err}`,
+  );
 
   h.send('cmd:execute:doubler', { params: { n: 21 }, resultTopic: 'results-1' });
   const one = await until(() => h.published.find((p) => p.topic === 'results-1'), 20_000, 'the result of doubler');

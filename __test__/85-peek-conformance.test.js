@@ -41,10 +41,7 @@ test.serial('without the sandbox, the Node adapter passes all 8 assertions and e
 });
 
 test.serial('a false declaration fails its check, either way', async (t) => {
-  for (const [mode, lie, observed] of [
-    ['off', 'egress-control', /server reached/],
-    ...(sandbox.ok ? [['required', 'guard-rail', /server not reached/]] : []),
-  ]) {
+  for (const [mode, lie, observed] of [['off', 'egress-control', /server reached/], ...(sandbox.ok ? [['required', 'guard-rail', /server not reached/]] : [])]) {
     const adapter = adapterFor(t, { sandbox: mode });
     const lying = { ...adapter, declares: { ...adapter.declares, network: { enforcement: lie } } };
     const report = await runConformance({ adapter: lying, only: ['network.enforcement'] });

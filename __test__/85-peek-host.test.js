@@ -214,13 +214,20 @@ test.serial('waitUntil work finishes before the run does, and the trigger reache
   const r = await host.run(file, trigger);
   t.true(r.ok, r.error?.message);
   t.deepEqual(r.value, trigger);
-  t.true(logs.some((l) => l.args[0] === 'waited'), 'the waitUntil promise settled before run() resolved');
+  t.true(
+    logs.some((l) => l.args[0] === 'waited'),
+    'the waitUntil promise settled before run() resolved',
+  );
 });
 
 test.serial('each run is a new process with a new module graph', async (t) => {
   const { dir, host } = setup(t);
   // A process of its own is told by a nonce on its globalThis: a sandboxed run's pid is 2 every time, in a PID namespace of its own.
-  const file = worker(dir, 'fresh', 'let n = 0;\nconst seen = globalThis.window.app;\nglobalThis.nonce ??= crypto.randomUUID();\nexport default async (api) => ({ n: ++n, nonce: globalThis.nonce, seenIsApi: seen === api });');
+  const file = worker(
+    dir,
+    'fresh',
+    'let n = 0;\nconst seen = globalThis.window.app;\nglobalThis.nonce ??= crypto.randomUUID();\nexport default async (api) => ({ n: ++n, nonce: globalThis.nonce, seenIsApi: seen === api });',
+  );
   const a = await host.run(file, command());
   const b = await host.run(file, command());
   t.deepEqual([a.value.n, b.value.n], [1, 1]);

@@ -20,16 +20,6 @@ const { NOBODY, cannotSwitchUser, readableInstall, superviseFrom } = require('./
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Whether a pid is alive. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 test.serial('the realm protocol keeps an answer that comes before its waiter: result and settled in one tick', async (t) => {
   // A transport that answers invoke with result and settled back to back, synchronously.
   class Echo extends RealmClient {
@@ -189,7 +179,13 @@ test.serial('require() of a network module is refused in a CommonJS worker, impo
   const cjsDir = path.join(dir, 'cjs');
   fs.mkdirSync(cjsDir);
   const cjs = worker(cjsDir, 'cjsnet', `const http = require('node:http'); module.exports = async () => typeof http.get;`, {}, { type: 'commonjs' });
-  const cjsLazy = worker(cjsDir, 'cjslazy', `module.exports = async () => { try { require('net'); return 'loaded'; } catch (err) { return err.code + ' ' + err.message; } };`, {}, { type: 'commonjs' });
+  const cjsLazy = worker(
+    cjsDir,
+    'cjslazy',
+    `module.exports = async () => { try { require('net'); return 'loaded'; } catch (err) { return err.code + ' ' + err.message; } };`,
+    {},
+    { type: 'commonjs' },
+  );
   const esmDir = path.join(dir, 'esm');
   fs.mkdirSync(esmDir);
   const esm = worker(esmDir, 'esmnet', `import http from 'node:http'; export default async () => typeof http.get;`);

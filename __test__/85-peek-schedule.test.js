@@ -13,7 +13,6 @@ const { tmpDir } = require('./helpers/tmp');
 const { worker, setup: peekSetup, serve } = require('./helpers/peek');
 const { until } = require('./helpers/poll');
 
-
 /** The shared setup, but log records are dropped and each run event is kept with the time it was seen (`at`). */
 function setup(t, options = {}) {
   const { dir, adapter, host } = peekSetup(t, { log: () => {}, ...options });
@@ -31,7 +30,10 @@ test.serial('a bad spec and one below the minimum interval are refused; ensureSc
   const again = await adapter.ensureSchedule(file, 'every 1h');
   t.false(again.changed);
   t.is(again.next, first.next, 'ensuring the same schedule does not push its next run back');
-  t.deepEqual((await adapter.schedules()).map((s) => [s.name, s.spec]), [['tick', 'every 1h']]);
+  t.deepEqual(
+    (await adapter.schedules()).map((s) => [s.name, s.spec]),
+    [['tick', 'every 1h']],
+  );
   t.true(await adapter.cancelSchedule(file));
   t.deepEqual(await adapter.schedules(), []);
   t.false(await adapter.cancelSchedule('tick'));
@@ -92,14 +94,25 @@ test.serial('a supervisor SIGKILLed mid-run runs the same slot again after a res
   const state = path.join(dir, 'state');
 
   const a = serve(t, path.join(dir, 'workers'), ['--state', state]);
-  const started = await until(() => a.lines.find((l) => l.event === 'log' && l.args[0] === 'start'), 30_000, () => `a run to start; stderr: ${a.stderr()}`);
+  const started = await until(
+    () => a.lines.find((l) => l.event === 'log' && l.args[0] === 'start'),
+    30_000,
+    () => `a run to start; stderr: ${a.stderr()}`,
+  );
   const slot = started.args[1];
   a.proc.kill('SIGKILL');
   await a.exited;
-  t.false(a.lines.some((l) => l.event === 'log' && l.args[0] === 'end'), 'killed mid-run');
+  t.false(
+    a.lines.some((l) => l.event === 'log' && l.args[0] === 'end'),
+    'killed mid-run',
+  );
 
   const b = serve(t, path.join(dir, 'workers'), ['--state', state]);
-  const rerun = await until(() => b.lines.find((l) => l.event === 'run' && l.worker === 'slow'), 30_000, () => `a run after the restart; stderr: ${b.stderr()}`);
+  const rerun = await until(
+    () => b.lines.find((l) => l.event === 'run' && l.worker === 'slow'),
+    30_000,
+    () => `a run after the restart; stderr: ${b.stderr()}`,
+  );
   t.is(rerun.trigger.scheduledFor, slot, 'the slot cut short by the kill ran again');
   t.true(rerun.ok);
   t.true(b.lines.some((l) => l.event === 'log' && l.args[0] === 'start' && l.args[1] === slot));

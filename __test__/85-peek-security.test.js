@@ -180,5 +180,8 @@ if (noOtherUser) console.log(`85-peek-security: the run as uid ${NOBODY} is skip
   );
   t.true(observed.ok, observed.observed);
   t.regex(observed.observed, HEAP_CLEAN);
-  t.deepEqual(leftovers().filter((f) => !before.has(f)), []);
+  t.deepEqual(
+    leftovers().filter((f) => !before.has(f)),
+    [],
+  );
 });

@@ -49,7 +49,15 @@ test('peek.d.ts compiles a worker and a host program under tsc --strict', (t) =>
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', types: ['node'], typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')] },
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        types: ['node'],
+        typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')],
+      },
       files: ['usage.ts'],
     }),
   );

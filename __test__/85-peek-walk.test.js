@@ -79,10 +79,7 @@ test.serial('an ES module loaded by require() is walked; import() with a compute
   );
   t.true(computed.ok, computed.error?.message);
   t.is(computed.value, codes.IMPORT_REFUSED);
-  const literal = await host.run(
-    worker(esm, 'literal', `export default async () => { try { await import('node:child_process'); return 'loaded'; } catch (err) { return err.code; } };\n`),
-    command(),
-  );
+  const literal = await host.run(worker(esm, 'literal', `export default async () => { try { await import('node:child_process'); return 'loaded'; } catch (err) { return err.code; } };\n`), command());
   t.is(literal.value, codes.IMPORT_REFUSED);
 });
 
@@ -95,7 +92,11 @@ test.serial('a graph of allowed modules, builtins, a package and JSON runs; a mi
     'util.js': `import { URL } from 'node:url';\nexport const host = (u) => new URL(u).host;\n`,
   });
   const ok = await host.run(
-    worker(dir, 'fine', `import { hash } from 'calm';\nimport data from './data.json' with { type: 'json' };\nimport { host } from './util.js';\nimport path from 'node:path';\nexport default async () => [hash('x'), data.n, host('http://a.example/'), path.sep, import.meta.url.endsWith('fine.js')];\n`),
+    worker(
+      dir,
+      'fine',
+      `import { hash } from 'calm';\nimport data from './data.json' with { type: 'json' };\nimport { host } from './util.js';\nimport path from 'node:path';\nexport default async () => [hash('x'), data.n, host('http://a.example/'), path.sep, import.meta.url.endsWith('fine.js')];\n`,
+    ),
     command(),
   );
   t.true(ok.ok, ok.error?.message);
@@ -116,7 +117,11 @@ test.serial('the refusal is module.registerHooks from Node 22.15 / 23.5 and the 
   t.is(typeof require('node:module').registerHooks === 'function', hooks, `Node ${process.versions.node}`);
   const { dir, host } = setup(t);
   const r = await host.run(
-    worker(dir, 'which', `export default async () => ({ hooks: typeof process.getBuiltinModule('node:module').registerHooks, resolveFlag: process.execArgv.includes('--experimental-import-meta-resolve') });\n`),
+    worker(
+      dir,
+      'which',
+      `export default async () => ({ hooks: typeof process.getBuiltinModule('node:module').registerHooks, resolveFlag: process.execArgv.includes('--experimental-import-meta-resolve') });\n`,
+    ),
     command(),
   );
   t.true(r.ok, r.error?.message);
@@ -193,7 +198,12 @@ test('a refused module is refused again on its next load; a symlinked entry is w
 
 test.serial('in a run: a symlinked worker, a byte-order mark, import() built by new Function, a require() retried after its refusal', async (t) => {
   const { dir, host } = setup(t);
-  files(dir, { 'real/package.json': { type: 'module' }, 'real/w.js': `import { connect } from './dep.js';\nexport default async () => typeof connect;\n`, 'real/dep.js': `\uFEFFexport { connect } from 'node:net';\n`, 'pub/w.json': { name: 'linked', worker: { url: 'w.js' } } });
+  files(dir, {
+    'real/package.json': { type: 'module' },
+    'real/w.js': `import { connect } from './dep.js';\nexport default async () => typeof connect;\n`,
+    'real/dep.js': `\uFEFFexport { connect } from 'node:net';\n`,
+    'pub/w.json': { name: 'linked', worker: { url: 'w.js' } },
+  });
   fs.symlinkSync(path.join(dir, 'real', 'w.js'), path.join(dir, 'pub', 'w.js'));
   const linked = await host.run(path.join(dir, 'pub', 'w.json'), command());
   t.is(linked.error?.code, codes.IMPORT_REFUSED);
@@ -201,11 +211,23 @@ test.serial('in a run: a symlinked worker, a byte-order mark, import() built by 
 
   const esm = path.join(dir, 'esm');
   fs.mkdirSync(esm);
-  const built = await host.run(worker(esm, 'built', `export default async () => { try { await new Function("return import('node:net')")(); return 'loaded'; } catch (err) { return err.code; } };\n`), command());
+  const built = await host.run(
+    worker(esm, 'built', `export default async () => { try { await new Function("return import('node:net')")(); return 'loaded'; } catch (err) { return err.code; } };\n`),
+    command(),
+  );
   t.is(built.value, codes.IMPORT_REFUSED);
 
   const cjs = path.join(dir, 'cjs');
   files(cjs, { 'evil.mjs': `import net from 'node:net';\nexport default typeof net.connect;\n` });
-  const retried = await host.run(worker(cjs, 'retry', `module.exports = async () => { const codes = []; for (let i = 0; i < 2; i++) { try { require('./evil.mjs'); codes.push('loaded'); } catch (err) { codes.push(err.code); } } return codes; };\n`, {}, { type: 'commonjs' }), command());
+  const retried = await host.run(
+    worker(
+      cjs,
+      'retry',
+      `module.exports = async () => { const codes = []; for (let i = 0; i < 2; i++) { try { require('./evil.mjs'); codes.push('loaded'); } catch (err) { codes.push(err.code); } } return codes; };\n`,
+      {},
+      { type: 'commonjs' },
+    ),
+    command(),
+  );
   t.deepEqual(retried.value, [codes.IMPORT_REFUSED, codes.IMPORT_REFUSED]);
 });

@@ -57,8 +57,12 @@ const pidsIn = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').sp
 
 test('what a run started ends when its result is in', async (t) => {
   const dir = tmpDir(t);
-  const file = worker(dir, 'spawner', `${SPAWN}
-export default () => Number(sh('sleep 60 >/dev/null 2>&1 & echo $!'));`);
+  const file = worker(
+    dir,
+    'spawner',
+    `${SPAWN}
+export default () => Number(sh('sleep 60 >/dev/null 2>&1 & echo $!'));`,
+  );
   const r = await runCli(file, ['--sandbox', 'off']);
   t.is(r.code, 0, r.stderr);
   const pid = r.run.value;
@@ -151,7 +155,8 @@ export default async () => {
 }
 
 const { SETPRIV } = require('../js/peek/node/process');
-if (SETPRIV === null) console.log('86-peek-attack-deadline: the supervisor-SIGKILL test is skipped: no util-linux setpriv with --pdeathsig here, so a run that removes its pipe listeners outlives a killed supervisor');
+if (SETPRIV === null)
+  console.log('86-peek-attack-deadline: the supervisor-SIGKILL test is skipped: no util-linux setpriv with --pdeathsig here, so a run that removes its pipe listeners outlives a killed supervisor');
 (SETPRIV === null ? test.skip : test)('a run that took away its own watch on the supervisor still ends when the supervisor is SIGKILLed', async (t) => {
   const dir = tmpDir(t);
   const pidFile = `${dir}/pid`;

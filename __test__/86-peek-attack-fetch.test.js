@@ -201,14 +201,21 @@ function guard(domains, lookup) {
 test.serial('8. a granted name that resolves to a loopback or private address is refused unless that address is granted as such', async (t) => {
   const server = await loopback(t);
   const answers = { 'inside.example': ['127.0.0.1'], 'ten.example': ['10.1.2.3'], 'mixed.example': ['93.184.215.14', '127.0.0.1'], 'mapped.example': ['::ffff:127.0.0.1'], 'six.example': ['fd00::1'] };
-  const lookup = (hostname, cb) => cb(null, (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  const lookup = (hostname, cb) =>
+    cb(
+      null,
+      (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+    );
   const { fetch, reports } = guard(Object.keys(answers), lookup);
   for (const name of Object.keys(answers)) {
     const err = await t.throwsAsync(fetch(`http://${name}:${server.port}/`));
     t.is(err.code, codes.NETWORK_DENIED, `${name}: ${err.message}`);
   }
   t.deepEqual(server.hits, []);
-  t.true(reports.every((r) => r.allowed === false), JSON.stringify(reports));
+  t.true(
+    reports.every((r) => r.allowed === false),
+    JSON.stringify(reports),
+  );
   // Granted as such: the name and its address both in the list.
   const granted = guard(['inside.example', '127.0.0.1'], lookup);
   const res = await granted.fetch(`http://inside.example:${server.port}/ok`);
@@ -324,8 +331,14 @@ test.serial("5. the platform's dispatcher handed a lookup that answers 127.0.0.1
   }
   t.deepEqual(s.loopHits, [], 'the loopback server was never reached');
   t.deepEqual(out, ['init.dispatcher: 200 checked', 'global dispatcher: 200 checked', 'Request dispatcher: 200 checked', 'Object.prototype.dispatcher: 200 checked']);
-  t.deepEqual(s.hits, ['/init', '/global', '/request', '/inherited'].map((p) => `GET allowed.example:${s.port}${p}`));
-  t.true(reports.every((r) => r.allowed === true && r.address === '127.0.0.2'), JSON.stringify(reports));
+  t.deepEqual(
+    s.hits,
+    ['/init', '/global', '/request', '/inherited'].map((p) => `GET allowed.example:${s.port}${p}`),
+  );
+  t.true(
+    reports.every((r) => r.allowed === true && r.address === '127.0.0.2'),
+    JSON.stringify(reports),
+  );
 });
 
 test.serial("12. on Node, with Node's HTTP client not found (another dispatcher in its place), the guard refuses rather than fetch unchecked", async (t) => {
@@ -343,7 +356,10 @@ test.serial("12. on Node, with Node's HTTP client not found (another dispatcher 
     for (const k of syms) globalThis[k] = { constructor: function ProxyAgent() {} };
     const reports = [];
     const make = (lookup) => fresh.guardedFetch({ domains: ['allowed.example', '127.0.0.1'], signal: new AbortController().signal, report: (r) => reports.push(r), lookup });
-    made.push(make(undefined), make((hostname, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }])));
+    made.push(
+      make(undefined),
+      make((hostname, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }])),
+    );
     made.reports = reports;
   } finally {
     syms.forEach((k, i) => (globalThis[k] = saved[i]));
@@ -358,5 +374,8 @@ test.serial("12. on Node, with Node's HTTP client not found (another dispatcher 
   }
   t.deepEqual(server.hits, [], 'the loopback server was never reached');
   t.is(made.reports.length, 4);
-  t.true(made.reports.every((r) => r.allowed === false), JSON.stringify(made.reports));
+  t.true(
+    made.reports.every((r) => r.allowed === false),
+    JSON.stringify(made.reports),
+  );
 });

@@ -72,7 +72,11 @@ test.serial('peek serve: a worker granted only pubsub cannot run another workerâ
   );
   const s = serve(t, workers);
   const logs = () => s.lines.filter((l) => l.event === 'log');
-  await until(() => logs().filter((l) => l.worker === 'attacker' && ['refused', 'published'].includes(l.args[0])).length >= 8, 30_000, () => `two attacker runs; stdout ${JSON.stringify(s.lines)}; stderr ${s.stderr()}`);
+  await until(
+    () => logs().filter((l) => l.worker === 'attacker' && ['refused', 'published'].includes(l.args[0])).length >= 8,
+    30_000,
+    () => `two attacker runs; stdout ${JSON.stringify(s.lines)}; stderr ${s.stderr()}`,
+  );
   await sleep(1500);
   t.deepEqual(
     logs().filter((l) => l.worker === 'victim'),
@@ -84,7 +88,10 @@ test.serial('peek serve: a worker granted only pubsub cannot run another workerâ
     attacker.filter((l) => l.args[0] === 'published'),
     [],
   );
-  t.true(attacker.slice(0, 4).every((l) => l.args[0] === 'refused' && l.args[2] === 'ERR_PEEK_PUBSUB_DENIED'), JSON.stringify(attacker.slice(0, 4)));
+  t.true(
+    attacker.slice(0, 4).every((l) => l.args[0] === 'refused' && l.args[2] === 'ERR_PEEK_PUBSUB_DENIED'),
+    JSON.stringify(attacker.slice(0, 4)),
+  );
   s.proc.kill('SIGTERM');
   await s.exited;
 });
@@ -168,7 +175,11 @@ test.serial('a result topic that is a command topic is refused: a result cannot 
   install(workers, 'victim', VICTIM(), { capabilities: { pubsub: {} } });
   const { client, heard, logs } = await inProcess(t, workers, ['victim-ran']);
   await client.publish('cmd:execute:echo', { params: {}, resultTopic: 'cmd:execute:victim' });
-  await until(() => logs.find((r) => String(r.args).includes('cmd:execute:victim')), 20_000, () => `the refusal logged; logs ${JSON.stringify(logs)}`);
+  await until(
+    () => logs.find((r) => String(r.args).includes('cmd:execute:victim')),
+    20_000,
+    () => `the refusal logged; logs ${JSON.stringify(logs)}`,
+  );
   await sleep(1500);
   t.deepEqual(heard, [], 'the victim never ran');
 });
@@ -203,7 +214,11 @@ test.serial('a worker granted commands sends only those, picks no reply topic, a
   install(workers, 'listener', `export default async (api, ctx) => { await api.publish('leak', ctx.trigger.topic); };`, { capabilities: { pubsub: { subscribe: ['mine', 'reply*', 'result*'] } } });
   const { client, heard, logs } = await inProcess(t, workers, ['got', 'sent', 'refused', 'leak', 'victim-ran']);
   await client.publish('go', {});
-  const got = await until(() => heard.find((m) => m.topic === 'got'), 20_000, () => `the reply to wake the commander; heard ${JSON.stringify(heard)}; logs ${JSON.stringify(logs)}`);
+  const got = await until(
+    () => heard.find((m) => m.topic === 'got'),
+    20_000,
+    () => `the reply to wake the commander; heard ${JSON.stringify(heard)}; logs ${JSON.stringify(logs)}`,
+  );
   const sent = heard.filter((m) => m.topic === 'sent');
   t.is(sent.length, 1);
   t.regex(sent[0].message.r.resultTopic, /^cmd:reply:commander:/);
@@ -287,18 +302,34 @@ test.serial('peek serve over a WebSocket hub: the same rules, a commanderâ€™s cm
   );
   const h = await hub(t);
   const s = serve(t, workers, ['--channel', h.url]);
-  await until(() => h.subscribed.includes('cmd:reply:*') && h.subscribed.includes('go'), 20_000, () => `the supervisor to subscribe; ${JSON.stringify(h.subscribed)}; stderr ${s.stderr()}`);
+  await until(
+    () => h.subscribed.includes('cmd:reply:*') && h.subscribed.includes('go'),
+    20_000,
+    () => `the supervisor to subscribe; ${JSON.stringify(h.subscribed)}; stderr ${s.stderr()}`,
+  );
   const topics = () => h.published.map((p) => p.topic);
-  await until(() => h.published.filter((p) => p.topic === 'attack').length >= 2, 30_000, () => `two attacker runs; ${JSON.stringify(topics())}`);
+  await until(
+    () => h.published.filter((p) => p.topic === 'attack').length >= 2,
+    30_000,
+    () => `two attacker runs; ${JSON.stringify(topics())}`,
+  );
   t.deepEqual([...new Set(h.published.filter((p) => p.topic === 'attack').map((p) => p.message))], ['ERR_PEEK_PUBSUB_DENIED']);
 
   const reply = `cmd:result:${randomUUID()}`;
   h.send('cmd:execute:victim', { params: { n: 1 }, resultTopic: reply });
-  const mine = await until(() => h.published.find((p) => p.topic === reply), 20_000, () => `the result; ${JSON.stringify(topics())}`);
+  const mine = await until(
+    () => h.published.find((p) => p.topic === reply),
+    20_000,
+    () => `the result; ${JSON.stringify(topics())}`,
+  );
   t.like(mine.message, { ok: true, value: { params: { n: 1 } } });
 
   h.send('go', {});
-  const got = await until(() => h.published.find((p) => p.topic === 'got'), 20_000, () => `the commanderâ€™s reply; ${JSON.stringify(topics())}; stderr ${s.stderr()}`);
+  const got = await until(
+    () => h.published.find((p) => p.topic === 'got'),
+    20_000,
+    () => `the commanderâ€™s reply; ${JSON.stringify(topics())}; stderr ${s.stderr()}`,
+  );
   t.like(got.message, { ok: true, value: { params: { n: 3 } } });
   t.regex(h.published.find((p) => p.topic === 'sent').message.resultTopic, /^cmd:reply:commander:/);
   // Only the commander's and the test's commands reached the hub.

@@ -140,14 +140,27 @@ async function otherHost(t) {
     if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
   }
   const address = `10.213.${n}.2`;
-  const server = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', `
+  const server = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns,
+      process.execPath,
+      '-e',
+      `
     const a = ${JSON.stringify(address)};
     const tcp = require('node:net').createServer((s) => { console.log('tcp'); s.destroy(); }).listen(0, a, () => {
       const udp = require('node:dgram').createSocket('udp4').on('message', () => console.log('udp')).bind(0, a, () => console.log(JSON.stringify({ tcp: tcp.address().port, udp: udp.address().port })));
-    });`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    });`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   t.teardown(() => server.kill('SIGKILL'));
   const lines = [];
-  require('node:readline').createInterface({ input: server.stdout }).on('line', (l) => lines.push(l));
+  require('node:readline')
+    .createInterface({ input: server.stdout })
+    .on('line', (l) => lines.push(l));
   const deadline = Date.now() + 10_000;
   while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   const ports = JSON.parse(lines[0]);
@@ -195,7 +208,10 @@ sandboxed('a sandboxed run reads none of the supervisor’s files: not the state
   const run = (paths, mode) => runCli(file, ['--trigger', 'command:files', '--params', JSON.stringify({ paths }), '--state', state, '--sandbox', mode, '--credentials', creds]);
   const first = await run([], 'required');
   t.is(first.code, 0, first.stderr);
-  const stateFiles = fs.readdirSync(state, { recursive: true }).map((f) => path.join(state, f)).filter((f) => fs.statSync(f).isFile());
+  const stateFiles = fs
+    .readdirSync(state, { recursive: true })
+    .map((f) => path.join(state, f))
+    .filter((f) => fs.statSync(f).isFile());
   t.true(stateFiles.length > 0);
   const paths = [...stateFiles, creds, file, '/etc/passwd', '/etc/hostname', path.join(os.homedir(), '.bashrc')];
   const r = await run(paths, 'required');
@@ -207,60 +223,64 @@ sandboxed('a sandboxed run reads none of the supervisor’s files: not the state
   t.notDeepEqual(Object.values(open.run.value), ['ENOENT', 'ENOENT'], 'without the sandbox (and as the same user) the run opens what the supervisor can');
 });
 
-sandboxed('a sandboxed run has no network: TCP and UDP to loopback, to this host’s other address and to another host on a test network namespace, Unix sockets by path and abstract name, DNS', async (t) => {
-  const hits = [];
-  const tcp = net.createServer((s) => {
-    hits.push('tcp');
-    s.destroy();
-  });
-  await new Promise((r) => tcp.listen(0, '0.0.0.0', r));
-  const udp = dgram.createSocket('udp4');
-  udp.on('message', () => hits.push('udp'));
-  await new Promise((r) => udp.bind(0, '0.0.0.0', r));
-  const unixPath = path.join(tmpDir(t), 'sock');
-  const abstract = `peek-probe-${process.pid}-${Date.now()}`;
-  const unix = net.createServer((s) => {
-    hits.push('unix');
-    s.destroy();
-  });
-  await new Promise((r) => unix.listen(unixPath, r));
-  const unixAbstract = net.createServer((s) => {
-    hits.push('abstract');
-    s.destroy();
-  });
-  await new Promise((r) => unixAbstract.listen(`\0${abstract}`, r));
-  t.teardown(() => {
-    tcp.close();
-    udp.close();
-    unix.close();
-    unixAbstract.close();
-  });
-  const other = await otherHost(t);
-  if (other === null) t.log('no other host on a test network namespace (needs root and iproute2): that probe is not made');
-  const params = { tcpPort: tcp.address().port, udpPort: udp.address().port, external: externalAddress(), unixPath, abstract, other };
-  const r = await probe(t, 'network', params);
-  t.is(r.code, 0, r.stderr);
-  const o = r.run.value;
-  t.log(JSON.stringify(o));
-  for (const key of ['tcpLoopback', 'tcpOtherAddress', 'tcpOtherHost', 'unixPath', 'unixAbstract']) t.regex(String(o[key]), /^(ECONNREFUSED|ENETUNREACH|ENOENT|EHOSTUNREACH|no other address|no other host)$/, key);
-  t.regex(String(o.udpOtherHost), /^(ENETUNREACH|EHOSTUNREACH|no other host)$/);
-  // A datagram is "sent" into a namespace where nothing listens, or refused outright.
-  t.regex(String(o.udpLoopback), /^(sent|ECONNREFUSED|ENETUNREACH)$/);
-  t.not(o.dnsLocalhost.startsWith('resolved') && o.dnsName.startsWith('resolved'), true);
-  t.false(o.dnsName.startsWith('resolved'), `a name was resolved: ${o.dnsName}`);
-  await new Promise((r) => setTimeout(r, 300));
-  t.deepEqual(hits, [], 'nothing reached any server of this host');
-  if (other !== null) t.deepEqual(other.hits(), [], 'nothing reached the other host');
+sandboxed(
+  'a sandboxed run has no network: TCP and UDP to loopback, to this host’s other address and to another host on a test network namespace, Unix sockets by path and abstract name, DNS',
+  async (t) => {
+    const hits = [];
+    const tcp = net.createServer((s) => {
+      hits.push('tcp');
+      s.destroy();
+    });
+    await new Promise((r) => tcp.listen(0, '0.0.0.0', r));
+    const udp = dgram.createSocket('udp4');
+    udp.on('message', () => hits.push('udp'));
+    await new Promise((r) => udp.bind(0, '0.0.0.0', r));
+    const unixPath = path.join(tmpDir(t), 'sock');
+    const abstract = `peek-probe-${process.pid}-${Date.now()}`;
+    const unix = net.createServer((s) => {
+      hits.push('unix');
+      s.destroy();
+    });
+    await new Promise((r) => unix.listen(unixPath, r));
+    const unixAbstract = net.createServer((s) => {
+      hits.push('abstract');
+      s.destroy();
+    });
+    await new Promise((r) => unixAbstract.listen(`\0${abstract}`, r));
+    t.teardown(() => {
+      tcp.close();
+      udp.close();
+      unix.close();
+      unixAbstract.close();
+    });
+    const other = await otherHost(t);
+    if (other === null) t.log('no other host on a test network namespace (needs root and iproute2): that probe is not made');
+    const params = { tcpPort: tcp.address().port, udpPort: udp.address().port, external: externalAddress(), unixPath, abstract, other };
+    const r = await probe(t, 'network', params);
+    t.is(r.code, 0, r.stderr);
+    const o = r.run.value;
+    t.log(JSON.stringify(o));
+    for (const key of ['tcpLoopback', 'tcpOtherAddress', 'tcpOtherHost', 'unixPath', 'unixAbstract'])
+      t.regex(String(o[key]), /^(ECONNREFUSED|ENETUNREACH|ENOENT|EHOSTUNREACH|no other address|no other host)$/, key);
+    t.regex(String(o.udpOtherHost), /^(ENETUNREACH|EHOSTUNREACH|no other host)$/);
+    // A datagram is "sent" into a namespace where nothing listens, or refused outright.
+    t.regex(String(o.udpLoopback), /^(sent|ECONNREFUSED|ENETUNREACH)$/);
+    t.not(o.dnsLocalhost.startsWith('resolved') && o.dnsName.startsWith('resolved'), true);
+    t.false(o.dnsName.startsWith('resolved'), `a name was resolved: ${o.dnsName}`);
+    await new Promise((r) => setTimeout(r, 300));
+    t.deepEqual(hits, [], 'nothing reached any server of this host');
+    if (other !== null) t.deepEqual(other.hits(), [], 'nothing reached the other host');
 
-  const open = await probe(t, 'network', params, { mode: 'off' });
-  t.is(open.run.value.tcpLoopback, 'connected', 'without the sandbox the run connects to loopback');
-  t.is(open.run.value.unixPath, 'connected');
-  if (other !== null) {
-    t.is(open.run.value.tcpOtherHost, 'connected', 'without the sandbox the run reaches the other host');
-    await new Promise((r) => setTimeout(r, 200));
-    t.true(other.hits().includes('udp'), 'and its UDP server');
-  }
-});
+    const open = await probe(t, 'network', params, { mode: 'off' });
+    t.is(open.run.value.tcpLoopback, 'connected', 'without the sandbox the run connects to loopback');
+    t.is(open.run.value.unixPath, 'connected');
+    if (other !== null) {
+      t.is(open.run.value.tcpOtherHost, 'connected', 'without the sandbox the run reaches the other host');
+      await new Promise((r) => setTimeout(r, 200));
+      t.true(other.hits().includes('udp'), 'and its UDP server');
+    }
+  },
+);
 
 sandboxed('a process a sandboxed run started, in a session of its own, ends with the run', async (t) => {
   const marker = `peek-leave-${process.pid}-${Date.now()}`;
@@ -285,7 +305,10 @@ sandboxed('a sandboxed run cannot forge the audit log: a net record of its own b
   const r = await probe(t, 'forge', {});
   t.is(r.code, 1);
   t.is(r.run.error.code, 'ERR_PEEK_PROTOCOL');
-  t.false(r.lines.some((l) => l.event === 'log' && JSON.stringify(l.args).includes('forged.example')), 'the forged record was logged');
+  t.false(
+    r.lines.some((l) => l.event === 'log' && JSON.stringify(l.args).includes('forged.example')),
+    'the forged record was logged',
+  );
 });
 
 sandboxed('a sandboxed run fetches through the supervisor: a granted request arrives with its method, headers and body, and the log names it', async (t) => {
@@ -304,7 +327,10 @@ sandboxed('a sandboxed run fetches through the supervisor: a granted request arr
   t.is(r.code, 0, r.stderr);
   t.deepEqual(r.run.value, { status: 200, body: 'answer', header: 'yes' });
   t.deepEqual(seen, [{ method: 'POST', probe: '1', body: 'from the run' }]);
-  t.true(r.lines.some((l) => l.event === 'log' && l.args.join(' ').includes(`POST ${origin}/x allowed`)), JSON.stringify(r.lines));
+  t.true(
+    r.lines.some((l) => l.event === 'log' && l.args.join(' ').includes(`POST ${origin}/x allowed`)),
+    JSON.stringify(r.lines),
+  );
   // Not granted: refused by the supervisor, and the server is not reached.
   const denied = await probe(t, 'relay', { url: `${origin}/y` });
   t.is(denied.run.error.code, 'ERR_PEEK_NETWORK_DENIED');
@@ -383,7 +409,11 @@ test.serial('peek serve says once at start whether runs are sandboxed, and the e
     fs.mkdirSync(workers);
     const s = serve(t, workers, ['--state', path.join(dir, 'state'), '--sandbox', mode]);
     const lines = () => s.lines.filter((l) => l.event === 'log' && l.worker === '(supervisor)' && /sandboxed/.test(l.args[0]));
-    await until(() => lines().length > 0, 20_000, () => `the sandbox line; stderr: ${s.stderr()}`);
+    await until(
+      () => lines().length > 0,
+      20_000,
+      () => `the sandbox line; stderr: ${s.stderr()}`,
+    );
     s.proc.kill('SIGTERM');
     await s.exited;
     return lines();

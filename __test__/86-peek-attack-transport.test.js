@@ -71,12 +71,16 @@ test('a run has no IPC channel: process.send and process.channel do not exist', 
 
 test('the message from the issue (call with path: 7) ends the run, not the supervisor', async (t) => {
   const dir = tmpDir(t);
-  const file = worker(dir, 'path7', `${FORGE}
+  const file = worker(
+    dir,
+    'path7',
+    `${FORGE}
 export default async () => {
   await forge({ t: 'call', id: 1, path: 7, args: [] });
   await sleep(5000);
   return 'survived';
-};`);
+};`,
+  );
   const r = await runCli(file);
   assertProtocol(t, r, 'path7', /call\.path is not an array/);
   t.true(r.ms < 4000, `ended at once (${r.ms} ms), not after the worker's sleep`);
@@ -106,12 +110,16 @@ test('messages that do not fit the protocol end the run: wrong types, unknown ty
   ].filter(([, , mode]) => mode !== 'required' || sandboxStatus().ok);
   const results = [];
   for (const [i, [message, , mode = 'auto']] of cases.entries()) {
-    const file = worker(dir, `bad${i}`, `${FORGE}
+    const file = worker(
+      dir,
+      `bad${i}`,
+      `${FORGE}
 export default async () => {
   await forge(${JSON.stringify(message)});
   await sleep(5000);
   return 'survived';
-};`);
+};`,
+    );
     results.push(await runCli(file, ['--sandbox', mode]));
   }
   for (const [i, [, why]] of cases.entries()) assertProtocol(t, results[i], `bad${i}`, why);
@@ -167,12 +175,16 @@ export default async (api) => {
 
 test('a frame of garbage bytes ends the run', async (t) => {
   const dir = tmpDir(t);
-  const file = worker(dir, 'garbage', `${FORGE}
+  const file = worker(
+    dir,
+    'garbage',
+    `${FORGE}
 export default async () => {
   await writeAll(frame(Buffer.from('ff0d1c2e3f40ff99887766554433221100deadbeef', 'hex')));
   await sleep(5000);
   return 'survived';
-};`);
+};`,
+  );
   const r = await runCli(file);
   assertProtocol(t, r, 'garbage', /does not decode/);
   t.true(r.ms < 4000, `ended at once (${r.ms} ms)`);
@@ -243,7 +255,11 @@ export default async (api, ctx) => {
   t.true(a.ms < 4000, `ended at once (${a.ms} ms), not after the waitUntil's sleep`);
   const b = await runCli(flood);
   assertProtocol(t, b, 'lateflood', /frames faster than/);
-  for (const r of [a, b]) t.false(r.lines.some((l) => l.event === 'log' && /waitUntil rejected/.test(String(l.args?.[0]))), 'not logged as a waitUntil of the worker rejecting');
+  for (const r of [a, b])
+    t.false(
+      r.lines.some((l) => l.event === 'log' && /waitUntil rejected/.test(String(l.args?.[0]))),
+      'not logged as a waitUntil of the worker rejecting',
+    );
 });
 
 test('a settled message whose errors expand as the host reads them (5,000 references to one 1 MB message) ends the run', async (t) => {
@@ -300,7 +316,10 @@ test('a huge stderr line ends the run', async (t) => {
   );
   const r = await runCli(file);
   assertProtocol(t, r, 'bigerr', /stderr line longer than/);
-  t.false(r.lines.some((l) => l.event === 'log' && String(l.args?.[0]).length > 300_000), 'no line over the cap reached the log');
+  t.false(
+    r.lines.some((l) => l.event === 'log' && String(l.args?.[0]).length > 300_000),
+    'no line over the cap reached the log',
+  );
 });
 
 test('output within the budget is all logged: many lines, and lines cut across writes', async (t) => {
@@ -350,7 +369,11 @@ test.serial('peek serve: a worker that breaks the protocol on every run backs of
     t.true(at.length >= (SOAK_SECONDS - 5) * 0.95, `${at.length} healthy runs in ${Math.round((Date.now() - started) / 1000)} s of every 1s`);
     t.true(Math.max(...gaps) < 4000, `the longest gap between healthy runs was ${Math.max(...gaps)} ms`);
   } else {
-    await until(() => runs('healthy').length >= 8, 30_000, () => `8 healthy runs; stderr: ${s.stderr()}`);
+    await until(
+      () => runs('healthy').length >= 8,
+      30_000,
+      () => `8 healthy runs; stderr: ${s.stderr()}`,
+    );
   }
   t.is(s.proc.exitCode, null, 'the supervisor is still serving');
   t.true(runs('healthy').every((r) => r.ok));

@@ -33,7 +33,12 @@ class Note extends DurableWorker {
 async function populated(t) {
   const dir = path.join(tmpDir(t), 'data');
   const host = await open({ dir });
-  for (const [id, minutes] of [['r1', 5], ['r2', 10], ['r3', 90]]) await host.get(Reminder, id).remindIn(minutes);
+  for (const [id, minutes] of [
+    ['r1', 5],
+    ['r2', 10],
+    ['r3', 90],
+  ])
+    await host.get(Reminder, id).remindIn(minutes);
   for (const id of ['n1', 'n2']) await host.get(Note, id).write('hello');
   await host.close();
   return dir;

@@ -192,7 +192,10 @@ serial('npm install durable-workers from a registry, empty cache, no cargo: the 
     .filter((e) => e.isDirectory())
     .map((e) => `durable-workers-${e.name}`);
   t.deepEqual(Object.keys(installed.optionalDependencies).sort(), platformNames.sort(), 'every platform package is an optional dependency');
-  t.true(Object.values(installed.optionalDependencies).every((v) => v === installed.version), 'each at the package’s own version');
+  t.true(
+    Object.values(installed.optionalDependencies).every((v) => v === installed.version),
+    'each at the package’s own version',
+  );
   t.false('prepare' in installed.scripts, 'no build script runs on install');
   t.true(fs.existsSync(path.join(p.dir, 'node_modules', `durable-workers-${HOST}`)), `durable-workers-${HOST} was installed`);
   const others = fs.readdirSync(path.join(p.dir, 'node_modules')).filter((n) => n.startsWith('durable-workers-') && n !== `durable-workers-${HOST}`);
@@ -270,7 +273,16 @@ export { n, code, createWorkerHost, nodeAdapter, toDurableObject };
   fs.writeFileSync(
     path.join(p.dir, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')] },
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+      },
       files: ['types.mts'],
     }),
   );

@@ -152,8 +152,16 @@ test('every command of the CLI has a heading under "Command line", and every suc
   t.truthy(body, 'docs/api.md has a "## Command line" section');
   const headed = new Set(body.headings.filter((h) => h.code !== null).map((h) => /^durable-workers ([\w-]+)/.exec(h.code)?.[1]));
   const commands = new Set(COMMANDS.map((c) => c.name));
-  t.deepEqual([...commands].filter((c) => !headed.has(c)), [], 'registered in js/cli/index.js, not documented in docs/api.md');
-  t.deepEqual([...headed].filter((c) => !commands.has(c)), [], 'documented in docs/api.md, not a command');
+  t.deepEqual(
+    [...commands].filter((c) => !headed.has(c)),
+    [],
+    'registered in js/cli/index.js, not documented in docs/api.md',
+  );
+  t.deepEqual(
+    [...headed].filter((c) => !commands.has(c)),
+    [],
+    'documented in docs/api.md, not a command',
+  );
 });
 
 test('the checker itself: a made-up export, member or command is caught', (t) => {

@@ -42,7 +42,10 @@ if (!isMusl()) {
       objects.filter((f) => /\/(libc\.so\.6|ld-linux[^/]*\.so\.\d)$/.test(f)),
       [],
     );
-    t.truthy(objects.find((f) => /\/ld-musl-[^/]+\.so\.1$/.test(f) || /\/libc\.so$/.test(f)), objects.join(', '));
+    t.truthy(
+      objects.find((f) => /\/ld-musl-[^/]+\.so\.1$/.test(f) || /\/libc\.so$/.test(f)),
+      objects.join(', '),
+    );
   });
 
   test('a write survives a close and a reopen', async (t) => {

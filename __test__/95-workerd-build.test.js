@@ -6,7 +6,7 @@ const test = require('ava');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { buildWorkerd, startWorkerd, freePort, wire } = require('../js/cloudflare');
+const { buildWorkerd, startWorkerd, freePort } = require('../js/cloudflare');
 
 const MODULE = `
 import { DurableWorker } from 'durable-workers';
@@ -71,7 +71,10 @@ test('a workerName with "-" is exported under that name, and a top-level fetch e
 test('a module Node cannot import: the error is logged, and only the classes it declares become namespaces (not a capitalised object)', async (t) => {
   t.timeout(60_000);
   const { built, warnings, add } = await deploy(t, false);
-  t.true(warnings.some((w) => w.includes('could not be imported in Node')), warnings.join('\n'));
+  t.true(
+    warnings.some((w) => w.includes('could not be imported in Node')),
+    warnings.join('\n'),
+  );
   t.deepEqual(built.classes, [{ exportName: 'ShopCart', name: 'ShopCart' }]);
   t.is(await add(), 1);
   t.is(await add(), 2);

@@ -48,7 +48,11 @@ test('workerd: every write whose result was received before a SIGKILL is there a
     // Each object's writes are in the order its serial calls made them, with none missing before the last received.
     for (let b = 0; b < OBJECTS; b++) {
       const mine = (lists[b] ?? []).filter((v) => v.startsWith(`${round}:${b}:`));
-      t.deepEqual(mine, mine.map((_, i) => `${round}:${b}:${i}`), `round ${round}: Box gate-${b} in order, no gap`);
+      t.deepEqual(
+        mine,
+        mine.map((_, i) => `${round}:${b}:${i}`),
+        `round ${round}: Box gate-${b} in order, no gap`,
+      );
     }
     total += received.length;
   }

@@ -43,7 +43,7 @@ const EVICT_AFTER_MS = 1500;
 
 async function nodeHost() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-node-'));
-    const options = { dir, evictAfter: EVICT_AFTER_MS };
+  const options = { dir, evictAfter: EVICT_AFTER_MS };
   let host = await open(options);
   let alarms = await host.startAlarms({ classes: [fixture.Clock] });
   const server = http.createServer();

@@ -23,9 +23,24 @@ function numbers(v) {
 }
 
 test('the caps count the bytes of v8.serialize for strings, numbers, BigInt, Date, Map, Set, plain objects and dense arrays (up to V8 holding an integer as a double)', (t) => {
-  const leaf = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true }).filter((x) => !Number.isInteger(x)), fc.bigInt(), fc.boolean(), fc.constant(null), fc.date({ noInvalidDate: true }));
+  const leaf = fc.oneof(
+    fc.string(),
+    fc.integer(),
+    fc.double({ noNaN: true }).filter((x) => !Number.isInteger(x)),
+    fc.bigInt(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.date({ noInvalidDate: true }),
+  );
   const value = fc.letrec((tie) => ({
-    v: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('v'), { maxLength: 5 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 5 }), fc.array(fc.tuple(leaf, tie('v')), { maxLength: 4 }).map((e) => new Map(e)), fc.array(leaf, { maxLength: 4 }).map((e) => new Set(e))),
+    v: fc.oneof(
+      { depthSize: 'small' },
+      leaf,
+      fc.array(tie('v'), { maxLength: 5 }),
+      fc.dictionary(fc.string(), tie('v'), { maxKeys: 5 }),
+      fc.array(fc.tuple(leaf, tie('v')), { maxLength: 4 }).map((e) => new Map(e)),
+      fc.array(leaf, { maxLength: 4 }).map((e) => new Set(e)),
+    ),
   })).v;
   fc.assert(
     fc.property(value, (v) => Math.abs(encodedSize(v, where) - v8.serialize(v).length) <= 8 * numbers(v)),
@@ -62,9 +77,36 @@ test('the wire codec round-trips structured values, keeps an error’s code, and
 test('toDurableObject refuses what cannot map: a non-worker class, a method named fetch or __*, a bad name; in Node it explains itself', (t) => {
   const toDurableObject = makeToDurableObject(class {});
   t.is(t.throws(() => toDurableObject(class Plain {})).code, 'ERR_DURABLE_NAME');
-  t.is(t.throws(() => toDurableObject(class Web extends DurableWorker { fetch() {} })).code, 'ERR_DURABLE_METHOD');
-  t.is(t.throws(() => toDurableObject(class Sneaky extends DurableWorker { __call() {} })).code, 'ERR_DURABLE_METHOD');
-  t.is(t.throws(() => toDurableObject(class Named extends DurableWorker { static workerName = 'no spaces'; })).code, 'ERR_DURABLE_NAME');
+  t.is(
+    t.throws(() =>
+      toDurableObject(
+        class Web extends DurableWorker {
+          fetch() {}
+        },
+      ),
+    ).code,
+    'ERR_DURABLE_METHOD',
+  );
+  t.is(
+    t.throws(() =>
+      toDurableObject(
+        class Sneaky extends DurableWorker {
+          __call() {}
+        },
+      ),
+    ).code,
+    'ERR_DURABLE_METHOD',
+  );
+  t.is(
+    t.throws(() =>
+      toDurableObject(
+        class Named extends DurableWorker {
+          static workerName = 'no spaces';
+        },
+      ),
+    ).code,
+    'ERR_DURABLE_NAME',
+  );
   class Cart extends DurableWorker {
     add() {}
   }

@@ -26,7 +26,15 @@ test.after.always(async () => {
 test.serial('the workerd adapter passes all 8 assertions and every declared field is checked and true', async (t) => {
   t.timeout(120_000);
   const report = await runConformance({ adapter, mintCredential });
-  assertConformant(t, report, adapter.declares, logs.filter((l) => l.worker === 'workerd').map((l) => l.args.join(' ')).join('\n'));
+  assertConformant(
+    t,
+    report,
+    adapter.declares,
+    logs
+      .filter((l) => l.worker === 'workerd')
+      .map((l) => l.args.join(' '))
+      .join('\n'),
+  );
   t.like(adapter.declares, { isolation: 'isolate-per-worker', install: { codeLoad: 'deploy' }, network: { enforcement: 'guard-rail' }, run: { clockAdvancesWithoutIo: true } });
   const row = (f) => report.declarations.find((d) => d.field === f).observed;
   t.regex(row('network.enforcement'), /server reached/);

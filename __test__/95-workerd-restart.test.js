@@ -33,13 +33,28 @@ for (const [name, make] of Object.entries({ node: nodeHost, workerd: workerdHost
     const flaky = fired.filter((f) => f.name === 'flaky');
     const named = fired.filter((f) => f.name !== 'flaky');
     t.is(fired.length, 5, JSON.stringify(fired.map((f) => [f.name, f.retryCount])));
-    t.deepEqual(flaky.map((f) => f.retryCount), [0, 1], 'flaky fails once, then its retry');
-    t.deepEqual(named.map((f) => [f.name, f.retryCount]), [['a', 0], ['b', 0], ['', 0]], 'a, b, then the empty name, once each');
+    t.deepEqual(
+      flaky.map((f) => f.retryCount),
+      [0, 1],
+      'flaky fails once, then its retry',
+    );
+    t.deepEqual(
+      named.map((f) => [f.name, f.retryCount]),
+      [
+        ['a', 0],
+        ['b', 0],
+        ['', 0],
+      ],
+      'a, b, then the empty name, once each',
+    );
     named.forEach((f, i) => {
       t.is(f.scheduledTime, times[i]);
       t.true(f.at >= f.scheduledTime, 'never early');
     });
-    t.true(fired.every((f) => f.readsCleared), 'inside alarm() the firing one reads as cleared');
+    t.true(
+      fired.every((f) => f.readsCleared),
+      'inside alarm() the firing one reads as cleared',
+    );
     const [first, retry] = flaky;
     t.is(retry.scheduledTime, first.scheduledTime, 'a retry keeps the time it was set for');
     t.true(retry.at - first.at >= 900, `retried after the 1 s backoff (${retry.at - first.at} ms)`);
@@ -80,7 +95,10 @@ test('durable-workers workerd <module> serves the module’s fetch handler, keep
   const r = wire.decode(await (await fetch(`http://127.0.0.1:${port}/call`, { method: 'POST', body: wire.encode({ class: 'Box', id: 'cli', method: 'put', args: ['k', 1n] }) })).text());
   t.deepEqual(r, { ok: true, value: 1n });
   const files = fs.readdirSync(path.join(dir, 'data'), { recursive: true }).map(String);
-  t.true(files.some((f) => f.startsWith('durable-workers:Box') && f.endsWith('.sqlite')), files.join(', '));
+  t.true(
+    files.some((f) => f.startsWith('durable-workers:Box') && f.endsWith('.sqlite')),
+    files.join(', '),
+  );
   t.true(fs.readFileSync(path.join(dir, 'build', 'config.capnp'), 'utf8').includes('enableSql = true'));
   child.kill('SIGTERM');
   t.is(await exited, 0);
@@ -109,6 +127,9 @@ test('durable-workers workerd: a SIGTERM while workerd is still starting stops i
   child.stderr.on('data', onData);
   t.is(await exited, 0, out);
   t.regex(out, /workerd stopped/);
-  const answered = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+  const answered = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).then(
+    () => true,
+    () => false,
+  );
   t.false(answered, 'no workerd left behind');
 });

@@ -19,13 +19,22 @@ function both(title, fn) {
   }
 }
 
-const code = (p) => p.then(
-  () => 'resolved',
-  (err) => err.code ?? err.message,
-);
+const code = (p) =>
+  p.then(
+    () => 'resolved',
+    (err) => err.code ?? err.message,
+  );
 
 both('state round-trips Date, Map, Set, BigInt and nested values, and lists keys in sorted order', async (t, h) => {
-  const value = { when: new Date(1_700_000_000_123), tally: new Map([['a', 1n], ['b', -(2n ** 70n)]]), tags: new Set(['x', 'y']), nested: [{ deep: [1, 2.5, null, undefined] }] };
+  const value = {
+    when: new Date(1_700_000_000_123),
+    tally: new Map([
+      ['a', 1n],
+      ['b', -(2n ** 70n)],
+    ]),
+    tags: new Set(['x', 'y']),
+    nested: [{ deep: [1, 2.5, null, undefined] }],
+  };
   const back = await h.call('Box', 'round', 'put', 'v', value);
   t.deepEqual(back, value);
   t.true(back.when instanceof Date && back.tally instanceof Map && back.tags instanceof Set);
@@ -43,12 +52,24 @@ both('concurrent calls run one at a time: no lost update across an await, each r
   // 20 concurrent calls need not arrive in the order they were made (over HTTP, separate connections):
   // what holds is that each ran alone, so the lengths are 1..20 once each and each result is its index's place.
   const appended = await Promise.all(Array.from({ length: 20 }, (_, i) => h.call('Box', 'gate', 'append', i)));
-  t.deepEqual([...appended].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1), 'every length once');
+  t.deepEqual(
+    [...appended].sort((x, y) => x - y),
+    Array.from({ length: 20 }, (_, i) => i + 1),
+    'every length once',
+  );
   const xs = await h.call('Box', 'gate', 'get', 'xs');
-  t.deepEqual([...xs].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i), 'every index once: no lost append');
+  t.deepEqual(
+    [...xs].sort((x, y) => x - y),
+    Array.from({ length: 20 }, (_, i) => i),
+    'every index once: no lost append',
+  );
   appended.forEach((n, i) => t.is(xs[n - 1], i, `call ${i} saw its own append as the last`));
   const incs = await Promise.all(Array.from({ length: 8 }, () => h.call('Box', 'gate', 'slowIncrement')));
-  t.deepEqual([...incs].sort((x, y) => x - y), [1, 2, 3, 4, 5, 6, 7, 8], 'read-await-write never interleaves');
+  t.deepEqual(
+    [...incs].sort((x, y) => x - y),
+    [1, 2, 3, 4, 5, 6, 7, 8],
+    'read-await-write never interleaves',
+  );
 });
 
 both('a call with an argument that cannot be cloned (a function, a symbol) is refused with ERR_DURABLE_UNCLONEABLE naming the worker, and changes nothing', async (t, h) => {
@@ -62,7 +83,7 @@ both('a call with an argument that cannot be cloned (a function, a symbol) is re
 });
 
 both('the caps and checks refuse with the Node codes, and a refused write changes nothing', async (t, h) => {
-  t.is(await h.call('Box', 'caps', 'fill', 'small', 100 * 1024) > 100 * 1024, true);
+  t.is((await h.call('Box', 'caps', 'fill', 'small', 100 * 1024)) > 100 * 1024, true);
   t.is(await code(h.call('Box', 'caps', 'fill', 'big', 200 * 1024)), 'ERR_DURABLE_STATE_TOO_LARGE');
   t.is(await h.call('Box', 'caps', 'get', 'big'), undefined);
   let size = 0;
@@ -77,7 +98,7 @@ both('the caps and checks refuse with the Node codes, and a refused write change
   t.is(await code(h.call('Box', '', 'keys')), 'ERR_DURABLE_ID');
   const err = await h.call('Box', 'caps', 'throwCoded').catch((e) => e);
   t.is(err.message, 'out of range on purpose');
-  t.is(err.code, 'E_USER', "a user error reaches the caller as that error, its code kept");
+  t.is(err.code, 'E_USER', 'a user error reaches the caller as that error, its code kept');
   t.deepEqual(await h.call('Box', 'caps', 'failingTransaction'), { error: 'rolled back', t: 'before' });
   t.deepEqual(await h.call('Box', 'caps', 'wipe'), { keys: [], alarm: null }, 'deleteAll takes state and alarms');
 });
@@ -125,15 +146,18 @@ both('a worker calls another through ctx.get; an error there reaches the caller;
   t.is(await code(h.call('Order', 'x1', 'loop')), 'ERR_DURABLE_CYCLE');
 });
 
-both('a stub kept on this (made in start() or by an earlier call) carries the chain of the call using it: reused from different callers, and a real cycle through it is ERR_DURABLE_CYCLE', async (t, h) => {
-  t.timeout(20_000);
-  t.is(await h.call('Relay', 'r', 'toPeer', 'host'), 'hello host (1)', 'the stub made in start(), called from outside');
-  t.is(await h.call('Peer', 'q', 'other', 'toPeer'), 'hello peer q (2)', 'the same stub, called for another worker');
-  t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeer')), 'ERR_DURABLE_CYCLE', 'Peer p → Relay → Peer p through the stub made in start()');
-  t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeerLater')), 'ERR_DURABLE_CYCLE', 'the later stub, made inside the cycling call');
-  t.is(await h.call('Relay', 'r', 'toPeerLater', 'host'), 'hello host (3)', 'the stub made in that call no longer carries its chain');
-  t.is(await h.call('Peer', 'q', 'other', 'toPeerLater'), 'hello peer q (4)');
-});
+both(
+  'a stub kept on this (made in start() or by an earlier call) carries the chain of the call using it: reused from different callers, and a real cycle through it is ERR_DURABLE_CYCLE',
+  async (t, h) => {
+    t.timeout(20_000);
+    t.is(await h.call('Relay', 'r', 'toPeer', 'host'), 'hello host (1)', 'the stub made in start(), called from outside');
+    t.is(await h.call('Peer', 'q', 'other', 'toPeer'), 'hello peer q (2)', 'the same stub, called for another worker');
+    t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeer')), 'ERR_DURABLE_CYCLE', 'Peer p → Relay → Peer p through the stub made in start()');
+    t.is(await code(h.call('Peer', 'p', 'viaRelay', 'toPeerLater')), 'ERR_DURABLE_CYCLE', 'the later stub, made inside the cycling call');
+    t.is(await h.call('Relay', 'r', 'toPeerLater', 'host'), 'hello host (3)', 'the stub made in that call no longer carries its chain');
+    t.is(await h.call('Peer', 'q', 'other', 'toPeerLater'), 'hello peer q (4)');
+  },
+);
 
 both('the mailbox takes 1024 calls waiting behind the running one and refuses the next with ERR_DURABLE_BUSY', async (t, h) => {
   t.timeout(30_000);

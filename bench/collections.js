@@ -164,13 +164,9 @@ async function measure({ docs = 100_000, bulk = 10_000, seconds = 1.5 } = {}) {
 
     // Indexed: many queries per call, so the call's own cost is spread thin.
     const reps = 20;
-    const indexed = await counting(host, () =>
-      timed({ seconds, step: async () => (await events.find(query, reps)) / Math.min(LIMIT, matching) }),
-    );
+    const indexed = await counting(host, () => timed({ seconds, step: async () => (await events.find(query, reps)) / Math.min(LIMIT, matching) }));
     // Scan: one query per call; the scan reads every document, so rounds are few.
-    const scan = await counting(host, () =>
-      timed({ seconds: seconds * 2, step: async () => (await events.find(scanQuery, 1)) / Math.min(LIMIT, matching) }),
-    );
+    const scan = await counting(host, () => timed({ seconds: seconds * 2, step: async () => (await events.find(scanQuery, 1)) / Math.min(LIMIT, matching) }));
     const perQuery = (c) => ({
       queries: c.result.ops,
       perSec: c.result.rate,
@@ -188,9 +184,7 @@ async function measure({ docs = 100_000, bulk = 10_000, seconds = 1.5 } = {}) {
     // The same where without orderBy: id order is the kind index's own order,
     // so the read stops after 50 rows instead of sorting every match.
     const idQuery = { where: { kind }, limit: LIMIT };
-    out.indexedById = perQuery(
-      await counting(host, () => timed({ seconds: seconds / 3, step: async () => (await events.find(idQuery, reps)) / Math.min(LIMIT, matching) })),
-    );
+    out.indexedById = perQuery(await counting(host, () => timed({ seconds: seconds / 3, step: async () => (await events.find(idQuery, reps)) / Math.min(LIMIT, matching) })));
 
     // count(where) on the same indexed field.
     const countReps = 20;
@@ -269,13 +263,7 @@ function report(r) {
       : `target ≥ ${TARGET}× at 100,000 documents: NOT met${r.docs === 100_000 ? '' : ` (measured at ${n})`}`;
   const where = `where kind (${formatNumber(r.matching)} of ${n} match), orderBy at desc, limit ${r.limit}`;
   const rows = [
-    [
-      `fill: ${n} puts, transactions of ${formatNumber(r.fill.batch)}`,
-      `${n} docs`,
-      ms(r.fill.ms),
-      `${formatNumber(r.fill.perSec)} docs/s`,
-      `${r.fill.commits} commits`,
-    ],
+    [`fill: ${n} puts, transactions of ${formatNumber(r.fill.batch)}`, `${n} docs`, ms(r.fill.ms), `${formatNumber(r.fill.perSec)} docs/s`, `${r.fill.commits} commits`],
     [
       `find, indexed: ${where}`,
       `${formatNumber(r.indexed.queries)} queries`,
@@ -327,13 +315,7 @@ function report(r) {
       `commits/doc ${formatNumber(r.bulkBurst.commitsPerDoc)}; syncs/doc ${formatNumber(r.bulkBurst.syncsPerDoc)}`,
     ],
     ['bulk put, one transaction ÷ calls in turn', '', '', formatRatio(r.bulkRatio), `÷ ${WIDTH} at a time: ${formatRatio(r.bulkBurstRatio)}`],
-    [
-      `first wake, one field newly declared (backfill)`,
-      `${n} docs`,
-      ms(r.wake.backfillMs),
-      `${formatNumber(r.wake.perSec)} docs/s`,
-      `first wake with nothing to backfill: ${ms(r.wake.plainMs)}`,
-    ],
+    [`first wake, one field newly declared (backfill)`, `${n} docs`, ms(r.wake.backfillMs), `${formatNumber(r.wake.perSec)} docs/s`, `first wake with nothing to backfill: ${ms(r.wake.plainMs)}`],
   ];
   const rss = r.gc ? 'after GC' : 'no --expose-gc, so garbage included';
   return [

@@ -13,9 +13,7 @@ const { defineScenarios } = require('./scenarios');
 function load() {
   const { open, DurableWorker } = require('..');
   if (typeof open !== 'function' || typeof DurableWorker !== 'function') {
-    throw new TypeError(
-      `require('durable-workers') exports open: ${typeof open}, DurableWorker: ${typeof DurableWorker}`,
-    );
+    throw new TypeError(`require('durable-workers') exports open: ${typeof open}, DurableWorker: ${typeof DurableWorker}`);
   }
   class Counter extends DurableWorker {
     async incr() {

@@ -83,23 +83,19 @@ function betterSqlite3For(line) {
   // npm run's own settings for this package must not steer the install.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_(package|lifecycle)_|^npm_config_(local_)?prefix$/i.test(k)));
   try {
-    execFileSync(
-      'npm',
-      ['install', `better-sqlite3@${stamp.betterSqlite3}`, '--prefix', tmp, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--foreground-scripts'],
-      {
-        cwd: tmp,
-        stdio: ['ignore', out, out],
-        timeout: BUILD_TIMEOUT_MS,
-        env: {
-          ...env,
-          // `node` is the line's: npm itself, node-gyp and the install script run on it.
-          PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}`,
-          npm_config_nodedir: headers,
-          npm_config_build_from_source: 'true',
-          JOBS: String(os.cpus().length),
-        },
+    execFileSync('npm', ['install', `better-sqlite3@${stamp.betterSqlite3}`, '--prefix', tmp, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--foreground-scripts'], {
+      cwd: tmp,
+      stdio: ['ignore', out, out],
+      timeout: BUILD_TIMEOUT_MS,
+      env: {
+        ...env,
+        // `node` is the line's: npm itself, node-gyp and the install script run on it.
+        PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}`,
+        npm_config_nodedir: headers,
+        npm_config_build_from_source: 'true',
+        JOBS: String(os.cpus().length),
       },
-    );
+    });
     const built = path.join(tmp, 'node_modules', 'better-sqlite3');
     if (!fs.existsSync(path.join(built, 'build', 'Release', 'better_sqlite3.node'))) throw new Error('no build/Release/better_sqlite3.node after the install');
     fs.writeFileSync(path.join(tmp, 'built.json'), `${JSON.stringify(stamp)}\n`);
@@ -108,7 +104,9 @@ function betterSqlite3For(line) {
     checkLoads(node, dir);
   } catch (err) {
     fs.rmSync(stampFile, { force: true });
-    const why = String(err.stderr || err.message).trim().split('\n')[0];
+    const why = String(err.stderr || err.message)
+      .trim()
+      .split('\n')[0];
     throw new Error(`better-sqlite3 ${stamp.betterSqlite3} for Node ${stamp.node}: ${why} (log: ${path.relative(ROOT, log)})`);
   } finally {
     fs.closeSync(out);
@@ -258,21 +256,27 @@ function report({ nodes, builds, shop, calls, seconds, runs, customers }) {
     '',
     `The shop over node:http, ${customers} customers, ${seconds} s per figure after a warm-up`,
     '',
-    renderTable(
-      ['system', 'Node', 'journeys/s, run by run', 'mean', ratioHead, 'p50', 'warm-up', 'server CPU', 'server CPU per journey'],
-      shopRows,
-      ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
-    ),
+    renderTable(['system', 'Node', 'journeys/s, run by run', 'mean', ratioHead, 'p50', 'warm-up', 'server CPU', 'server CPU per journey'], shopRows, [
+      'left',
+      'left',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+    ]),
     `warm-up: journeys/s over the ${formatNumber(Math.min(2, seconds))} s before the measured window, from a cold server (mean of the runs). ` +
       'server CPU: of one core over the measured window; per journey: CPU ms the server spent on each (6 calls, 4 of them writes).',
     '',
     `In process, ${seconds} s per figure (median of 3 rounds), a fresh process each; AsyncLocalStorage: 1,000 calls of an async function a step; the added rows are means of the runs`,
     '',
-    renderTable(
-      ['figure', ...nodes.map((n) => `Node ${n.version}`), ...nodes.slice(1).map((n) => `${n.line} ÷ ${first.line}`)],
-      callRows,
-      ['left', ...nodes.map(() => 'right'), ...nodes.slice(1).map(() => 'right')],
-    ),
+    renderTable(['figure', ...nodes.map((n) => `Node ${n.version}`), ...nodes.slice(1).map((n) => `${n.line} ÷ ${first.line}`)], callRows, [
+      'left',
+      ...nodes.map(() => 'right'),
+      ...nodes.slice(1).map(() => 'right'),
+    ]),
     `serial read p50: ${nodes.map((n, i) => `${n.version} ${p50s[i]}`).join(', ')}`,
   ].join('\n');
 }

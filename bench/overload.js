@@ -151,7 +151,9 @@ async function many(dir, workers, concurrency, touch) {
   for (let from = warmup; from < workers; from += step) {
     await run(from, Math.min(workers, from + step));
     const m = process.memoryUsage();
-    console.log(`  ${Math.min(workers, from + step)} touched: RSS ${MB(m.rss)}, heap ${MB(m.heapUsed)}, live ${host.stats().live}, max live so far ${maxSeen}, ${Math.round((Math.min(workers, from + step) * 1000) / (Date.now() - t0))} workers/s`);
+    console.log(
+      `  ${Math.min(workers, from + step)} touched: RSS ${MB(m.rss)}, heap ${MB(m.heapUsed)}, live ${host.stats().live}, max live so far ${maxSeen}, ${Math.round((Math.min(workers, from + step) * 1000) / (Date.now() - t0))} workers/s`,
+    );
   }
   const m2 = await memory();
   const ratio = m2.rss / m1.rss;

@@ -98,8 +98,7 @@ function readNotes(d, b) {
 
 /** Slowest and fastest round of each system: how far to trust the median. */
 function spreadNotes(d, b) {
-  const range = (r) =>
-    r?.notes?.min === undefined ? '?' : `${formatThousands(r.notes.min)}–${formatThousands(r.notes.max)}`;
+  const range = (r) => (r?.notes?.min === undefined ? '?' : `${formatThousands(r.notes.min)}–${formatThousands(r.notes.max)}`);
   return [`rounds ${range(d)} vs ${range(b)}`];
 }
 
@@ -195,9 +194,7 @@ class Footnotes {
   }
 
   render() {
-    return this.items
-      .map(({ text, where }, i) => `[${i + 1}] ${where.join('; ')}:\n    ${text.replace(/\n/g, '\n    ')}`)
-      .join('\n');
+    return this.items.map(({ text, where }, i) => `[${i + 1}] ${where.join('; ')}:\n    ${text.replace(/\n/g, '\n    ')}`).join('\n');
   }
 }
 
@@ -230,7 +227,8 @@ function tableFor(rows, results, footnotes, extraRows = []) {
 function summary(results, slowResults, shopRows, slowShopRows) {
   const rows = [];
   const pair = (label, r) => {
-    if (r && ok(r.durable) && ok(r.baseline)) rows.push([label, formatNumber(r.durable.value), formatNumber(r.baseline.value), 'better-sqlite3, in process', formatRatio(r.durable.value / r.baseline.value)]);
+    if (r && ok(r.durable) && ok(r.baseline))
+      rows.push([label, formatNumber(r.durable.value), formatNumber(r.baseline.value), 'better-sqlite3, in process', formatRatio(r.durable.value / r.baseline.value)]);
   };
   pair('serial write calls, one worker (/s)', results.serial);
   pair('64 concurrent write calls, one worker (/s)', results.burst);
@@ -248,7 +246,8 @@ function summary(results, slowResults, shopRows, slowShopRows) {
       [/workerd/, 'local workerd Durable Objects over node:http'],
     ]) {
       const other = find(re);
-      if (dw && other) rows.push([`shop journeys/s, 32 customers${where}`, formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
+      if (dw && other)
+        rows.push([`shop journeys/s, 32 customers${where}`, formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
     }
   }
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio'], rows, ['left', 'right', 'right', 'left', 'right']);
@@ -257,10 +256,7 @@ function summary(results, slowResults, shopRows, slowShopRows) {
 function deviceLine(result, footnotes) {
   if (!ok(result)) return footnotes.cell(result, 'device sync');
   const n = result.notes;
-  return (
-    `${formatNumber(result.value)} syncs/s, ${formatMicros(n.usPerSync)} per sync ` +
-    `(p50 ${formatMicros(n.p50us)}, p99 ${formatMicros(n.p99us)})`
-  );
+  return `${formatNumber(result.value)} syncs/s, ${formatMicros(n.usPerSync)} per sync ` + `(p50 ${formatMicros(n.p50us)}, p99 ${formatMicros(n.p99us)})`;
 }
 
 /** Burst ÷ serial on the slow device: how much commit sharing buys. */
@@ -343,7 +339,12 @@ async function main() {
     try {
       return execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, name), ...args], { encoding: 'utf8', timeout }).trim();
     } catch (err) {
-      return `${name} failed: ${String(err.stderr || err.message).trim().split('\n').find((l) => !l.startsWith('… ')) ?? err.message}`;
+      return `${name} failed: ${
+        String(err.stderr || err.message)
+          .trim()
+          .split('\n')
+          .find((l) => !l.startsWith('… ')) ?? err.message
+      }`;
     }
   };
   const alarms = script('alarms.js', ['--workers', flags.quick ? '1000' : '10000']);
@@ -397,8 +398,7 @@ async function main() {
   ];
   if (slow.results) {
     lines.push(
-      `On the emulated ${SLOW_SYNC_MS} ms device (LD_PRELOAD bench/slowsync, +${SLOW_SYNC_MS} ms per fsync/fdatasync; ` +
-        `device under it: ${deviceLine(slow.device, footnotes)})`,
+      `On the emulated ${SLOW_SYNC_MS} ms device (LD_PRELOAD bench/slowsync, +${SLOW_SYNC_MS} ms per fsync/fdatasync; ` + `device under it: ${deviceLine(slow.device, footnotes)})`,
       '',
       tableFor(slowRows(plan), slow.results, footnotes, [burstRatioRow(slow.results)]),
       '',

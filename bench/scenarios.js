@@ -173,9 +173,7 @@ function defineScenarios(openSystem) {
         let next = 0;
         let wrong = 0;
         const createBatch = async () => {
-          const values = await Promise.all(
-            Array.from({ length: width }, () => system.worker(`new-${next++}`).incr()),
-          );
+          const values = await Promise.all(Array.from({ length: width }, () => system.worker(`new-${next++}`).incr()));
           for (const v of values) if (v !== 1) wrong++;
         };
         await createBatch(); // warm-up, not counted

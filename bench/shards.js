@@ -58,7 +58,10 @@ async function measure({ seconds, shards }) {
   try {
     await host.get(Tally, 'stuck').add();
     const t0 = performance.now();
-    await host.get(Tally, 'stuck').spin().catch(() => {});
+    await host
+      .get(Tally, 'stuck')
+      .spin()
+      .catch(() => {});
     out.lostAfterMs = performance.now() - t0;
   } finally {
     await host.close();

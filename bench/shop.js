@@ -55,10 +55,7 @@ const REMOTE = { stats: () => ({ commits: 0, syncs: 0 }) };
 async function withServer(script, args, env, use, execPath) {
   const child = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env, ...(execPath ? { execPath, execArgv: [] } : {}) });
   try {
-    const [msg] = await Promise.race([
-      once(child, 'message'),
-      once(child, 'exit').then(([code]) => Promise.reject(new Error(`${path.basename(script)} exited with ${code} before serving`))),
-    ]);
+    const [msg] = await Promise.race([once(child, 'message'), once(child, 'exit').then(([code]) => Promise.reject(new Error(`${path.basename(script)} exited with ${code} before serving`)))]);
     return await use(msg.url, msg.pid ?? child.pid);
   } finally {
     child.kill('SIGTERM');
@@ -68,27 +65,33 @@ async function withServer(script, args, env, use, execPath) {
 
 /** Runs the load against a fresh server, after a warm-up, with the CPU both sides used. */
 function drive(script, args, { customers, seconds, env, execPath }) {
-  return withServer(script, args, env, async (url, pid) => {
-    // A warm-up first, not counted: shards start, workerd compiles, files
-    // exist, both sides' JIT settles. Every system climbs for its first
-    // seconds (`--ramp` prints it: durable-workers ~350 → ~1,000 journeys/s
-    // over three, workerd ~170 → ~200 over one); two seconds of it puts each
-    // near its steady rate.
-    const warm = await runLoad({ url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
-    // CPU time of the serving process (workerd's own, for workerd) and of this
-    // driver over the measured window: whether a system computes or waits.
-    const server0 = cpuMs(pid);
-    const driver0 = process.cpuUsage();
-    const started = performance.now();
-    const r = await runLoad({ url, host: REMOTE, customers, seconds });
-    const wallMs = performance.now() - started;
-    const server1 = cpuMs(pid);
-    const driver = process.cpuUsage(driver0);
-    r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
-    r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
-    r.warmupJourneysPerSec = warm.journeysPerSec;
-    return r;
-  }, execPath);
+  return withServer(
+    script,
+    args,
+    env,
+    async (url, pid) => {
+      // A warm-up first, not counted: shards start, workerd compiles, files
+      // exist, both sides' JIT settles. Every system climbs for its first
+      // seconds (`--ramp` prints it: durable-workers ~350 → ~1,000 journeys/s
+      // over three, workerd ~170 → ~200 over one); two seconds of it puts each
+      // near its steady rate.
+      const warm = await runLoad({ url, host: REMOTE, customers, seconds: Math.min(2, seconds) });
+      // CPU time of the serving process (workerd's own, for workerd) and of this
+      // driver over the measured window: whether a system computes or waits.
+      const server0 = cpuMs(pid);
+      const driver0 = process.cpuUsage();
+      const started = performance.now();
+      const r = await runLoad({ url, host: REMOTE, customers, seconds });
+      const wallMs = performance.now() - started;
+      const server1 = cpuMs(pid);
+      const driver = process.cpuUsage(driver0);
+      r.serverCpu = server0 === null || server1 === null ? null : (server1 - server0) / wallMs;
+      r.driverCpu = (driver.user + driver.system) / 1000 / wallMs;
+      r.warmupJourneysPerSec = warm.journeysPerSec;
+      return r;
+    },
+    execPath,
+  );
 }
 
 /** Journeys/s in each of the first `seconds` one-second windows of a fresh server: the climb the warm-up skips. */
@@ -211,7 +214,13 @@ async function main() {
     console.log(`Shop over node:http from a cold start: journeys/s in each second, ${values.customers} customers, no warm-up`);
     console.log('');
     const cols = Array.from({ length: seconds }, (_, i) => `${i + 1} s`);
-    console.log(renderTable(['system', ...cols], rows.map(([name, xs]) => [name, ...xs.map(formatNumber)]), ['left', ...cols.map(() => 'right')]));
+    console.log(
+      renderTable(
+        ['system', ...cols],
+        rows.map(([name, xs]) => [name, ...xs.map(formatNumber)]),
+        ['left', ...cols.map(() => 'right')],
+      ),
+    );
     return;
   }
   const curve = values.curve === '' ? [] : values.curve.split(',').map(Number);

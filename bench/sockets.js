@@ -54,9 +54,7 @@ async function server() {
   const host = await open({ dir, maxLive: 64 });
   const wss = new WebSocketServer({ noServer: true });
   const httpServer = http.createServer();
-  httpServer.on('upgrade', (req, sock, head) =>
-    wss.handleUpgrade(req, sock, head, (ws) => host.get(Room, req.url.slice(1)).join(ws)),
-  );
+  httpServer.on('upgrade', (req, sock, head) => wss.handleUpgrade(req, sock, head, (ws) => host.get(Room, req.url.slice(1)).join(ws)));
   await new Promise((r) => httpServer.listen(0, '127.0.0.1', r));
   const url = `ws://127.0.0.1:${httpServer.address().port}`;
 

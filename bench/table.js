@@ -11,10 +11,7 @@
  */
 function renderTable(headers, rows, align = []) {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells) =>
-    `| ${cells
-      .map((cell, c) => (align[c] === 'right' ? (cell ?? '').padStart(widths[c]) : (cell ?? '').padEnd(widths[c])))
-      .join(' | ')} |`;
+  const line = (cells) => `| ${cells.map((cell, c) => (align[c] === 'right' ? (cell ?? '').padStart(widths[c]) : (cell ?? '').padEnd(widths[c]))).join(' | ')} |`;
   const rule = `|${widths.map((w, c) => (align[c] === 'right' ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
   return [line(headers), rule, ...rows.map(line)].join('\n');
 }

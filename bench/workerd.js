@@ -186,7 +186,7 @@ async function measureHost(host, { seconds, objects }) {
   // RSS per 1,000 objects touched once (one write each, 64 at a time).
   await new Promise((r) => setTimeout(r, 200));
   const before = rssOf(host.pid);
-  for (let next = 0; next < objects; ) {
+  for (let next = 0; next < objects;) {
     const n = Math.min(WIDTH, objects - next);
     await Promise.all(Array.from({ length: n }, (_, i) => call(`obj-${next + i}`, 'incr')));
     next += n;

@@ -78,11 +78,14 @@ class AlarmScheduler {
     clearTimeout(this.#timer);
     const now = Date.now();
     this.#wakeAt = Math.min(at, now + this.#poll);
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#wakeAt = Infinity;
-      this.#pass();
-    }, Math.max(0, this.#wakeAt - now));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        this.#wakeAt = Infinity;
+        this.#pass();
+      },
+      Math.max(0, this.#wakeAt - now),
+    );
   }
 
   /** One look at the index: fire what is due, then sleep until the next. */

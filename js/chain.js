@@ -60,19 +60,13 @@ class WaitGraph {
   enter(caller, key, who) {
     if (caller === undefined) return null;
     if (caller.keys.includes(key)) {
-      throw new DurableError(
-        codes.CYCLE,
-        `a call to ${who} would wait on itself: ${[...caller.chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`,
-      );
+      throw new DurableError(codes.CYCLE, `a call to ${who} would wait on itself: ${[...caller.chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`);
     }
     const from = caller.key;
     const path = this.#path(key, from);
     if (path !== null) {
       const names = [caller.chain[caller.chain.length - 1], who, ...path];
-      throw new DurableError(
-        codes.CYCLE,
-        `a call to ${who} would close a cycle of waiting workers: ${names.join(' → ')} (another request holds part of it)`,
-      );
+      throw new DurableError(codes.CYCLE, `a call to ${who} would close a cycle of waiting workers: ${names.join(' → ')} (another request holds part of it)`);
     }
     let out = this.#edges.get(from);
     if (out === undefined) this.#edges.set(from, (out = new Map()));

@@ -60,10 +60,7 @@ class Collection {
     const cols = columnsOf(this.#decl, doc, where);
     const bytes = encode(doc, where);
     if (bytes.length > MAX_DOC) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`,
-      );
+      throw new DurableError(codes.STATE_TOO_LARGE, `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`);
     }
     this.#store.write(this.#decl.index, id, { tag: TAG_V8, bytes, cols: Buffer.from(cols) });
   }

@@ -156,9 +156,7 @@ class Host extends EventEmitter {
     let after = null;
     let left = limit;
     while (left > 0) {
-      const page = await this.#native
-        .ids(binding.name, prefix, after, Math.min(IDS_PAGE, left))
-        .catch((err) => Promise.reject(fromNative(err, `class ${binding.name}`)));
+      const page = await this.#native.ids(binding.name, prefix, after, Math.min(IDS_PAGE, left)).catch((err) => Promise.reject(fromNative(err, `class ${binding.name}`)));
       for (const id of page) yield id;
       if (page.length < Math.min(IDS_PAGE, left)) return;
       left -= page.length;
@@ -270,12 +268,7 @@ class Host extends EventEmitter {
         (w) => {
           if (w.call(method, args, frame, resolve, reject)) return;
           this.#counts.refused++;
-          reject(
-            new DurableError(
-              codes.BUSY,
-              `${w.who}: the mailbox is full (${this.#options.mailbox} calls waiting); the worker is not keeping up with its callers`,
-            ),
-          );
+          reject(new DurableError(codes.BUSY, `${w.who}: the mailbox is full (${this.#options.mailbox} calls waiting); the worker is not keeping up with its callers`));
         },
         () => reject(closedError(label(binding.name, id))),
       );
@@ -388,10 +381,7 @@ class Host extends EventEmitter {
     try {
       const Class = this.#names.get(className) ?? [...this.#sharded].find((C) => nameOf(C) === className);
       if (Class === undefined) {
-        throw new DurableError(
-          codes.NAME,
-          `${label(className, String(id))}: class ${className} is not known to this host; call host.get(${className}, …) once, or export it from the shard module`,
-        );
+        throw new DurableError(codes.NAME, `${label(className, String(id))}: class ${className} is not known to this host; call host.get(${className}, …) once, or export it from the shard module`);
       }
       const binding = this.#bind(Class);
       checkId(binding.name, id);
@@ -485,10 +475,7 @@ class Host extends EventEmitter {
     }
     const name = nameOf(Class);
     if (typeof name !== 'string' || !NAME.test(name)) {
-      throw new DurableError(
-        codes.NAME,
-        `worker class name ${JSON.stringify(name)} is not usable on disk: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`,
-      );
+      throw new DurableError(codes.NAME, `worker class name ${JSON.stringify(name)} is not usable on disk: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`);
     }
     const other = this.#names.get(name);
     if (other !== undefined && other !== Class) {

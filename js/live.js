@@ -78,13 +78,7 @@ class LiveWorker extends QueuedWorker {
       create: (changes) => native.register().then(() => write(changes)),
     };
     this.#closeFile = () => commits.submit((id) => native.close(id));
-    this.state = new DurableState(
-      who,
-      storage,
-      () => this.#dirtyOutsideCall(),
-      host.alarmIndex(binding.name, id),
-      binding.collections,
-    );
+    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall(), host.alarmIndex(binding.name, id), binding.collections);
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),

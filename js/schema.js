@@ -34,10 +34,7 @@ function declaredCollections(Class, className) {
   const spec = Class.collections;
   if (spec === undefined) return NONE;
   const bad = (what) =>
-    new DurableError(
-      codes.NAME,
-      `${className}: static collections ${what}. Declare { name: { field: type } } with names matching [A-Za-z_][A-Za-z0-9_]{0,63} and types ${FIELD_TYPES.join(', ')}.`,
-    );
+    new DurableError(codes.NAME, `${className}: static collections ${what}. Declare { name: { field: type } } with names matching [A-Za-z_][A-Za-z0-9_]{0,63} and types ${FIELD_TYPES.join(', ')}.`);
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw bad('is not an object');
   const list = [];
   const byName = new Map();
@@ -145,10 +142,7 @@ function columnsOf(decl, doc, who) {
     const raw = obj !== null && Object.hasOwn(obj, name) ? obj[name] : undefined;
     const v = toColumn(type, raw);
     if (v === undefined) {
-      throw new DurableError(
-        codes.TYPE,
-        `${who()}: field ${name} of collection ${decl.name} is declared ${type}, so it must be ${WANT[type]} or absent; got ${describe(raw)}`,
-      );
+      throw new DurableError(codes.TYPE, `${who()}: field ${name} of collection ${decl.name} is declared ${type}, so it must be ${WANT[type]} or absent; got ${describe(raw)}`);
     }
     w.put(type, v);
   }

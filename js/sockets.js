@@ -28,14 +28,7 @@ const records = new WeakMap();
 
 /** Whether `v` looks like a server-side socket of the `ws` package. */
 function isSocket(v) {
-  return (
-    v !== null &&
-    typeof v === 'object' &&
-    !(v instanceof WebSocketHandle) &&
-    typeof v.send === 'function' &&
-    typeof v.close === 'function' &&
-    typeof v.on === 'function'
-  );
+  return v !== null && typeof v === 'object' && !(v instanceof WebSocketHandle) && typeof v.send === 'function' && typeof v.close === 'function' && typeof v.on === 'function';
 }
 
 /**

@@ -151,12 +151,7 @@ class DurableState {
    */
   list({ prefix, start, end, limit, reverse = false } = {}) {
     let keys = this.#sortedKeys();
-    keys = keys.filter(
-      (k) =>
-        (prefix === undefined || k.startsWith(prefix)) &&
-        (start === undefined || k >= start) &&
-        (end === undefined || k < end),
-    );
+    keys = keys.filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
     if (reverse) keys.reverse();
     if (limit !== undefined) keys = keys.slice(0, limit);
     const out = new Map();

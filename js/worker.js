@@ -14,10 +14,7 @@ class DurableWorker {
     const init = handover;
     handover = null;
     if (init === null) {
-      throw new DurableError(
-        codes.METHOD,
-        `${new.target.name} is a durable worker: it is created by its host, not with new. Use host.get(${new.target.name}, id).`,
-      );
+      throw new DurableError(codes.METHOD, `${new.target.name} is a durable worker: it is created by its host, not with new. Use host.get(${new.target.name}, id).`);
     }
     Object.defineProperty(this, 'id', { value: init.id, enumerable: true });
     Object.defineProperty(this, 'state', { value: init.state });

@@ -91,7 +91,7 @@ function checkGlibcFloor(triple) {
   const file = path.join(ROOT, 'native', `durable-workers.linux-${arch}-gnu.node`);
   const symbols = execFileSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const parse = (v) => v.split('.').map(Number);
-  const newer = (a, b) => a[0] !== b[0] ? a[0] > b[0] : (a[1] ?? 0) > (b[1] ?? 0);
+  const newer = (a, b) => (a[0] !== b[0] ? a[0] > b[0] : (a[1] ?? 0) > (b[1] ?? 0));
   let needs = parse(GLIBC_FLOOR);
   for (const [, v] of symbols.matchAll(/GLIBC_(\d+\.\d+)/g)) if (newer(parse(v), needs)) needs = parse(v);
   if (needs.join('.') !== GLIBC_FLOOR) throw new Error(`${file} needs glibc ${needs.join('.')}, above the floor ${GLIBC_FLOOR}`);

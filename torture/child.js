@@ -106,7 +106,16 @@ async function controlLane(host, i) {
     let call;
     if (r < 0.3) {
       const nested = rand.chance(0.3);
-      op = intend('txn', nested ? [[wid, slot.txn, 'set'], [wid, slot.key('t:pre'), 'set']] : [[wid, slot.txn, 'set']], { nested, syncMid });
+      op = intend(
+        'txn',
+        nested
+          ? [
+              [wid, slot.txn, 'set'],
+              [wid, slot.key('t:pre'), 'set'],
+            ]
+          : [[wid, slot.txn, 'set']],
+        { nested, syncMid },
+      );
       call = () => stub.txn(op.s, { nested, syncMid });
     } else if (r < 0.45) {
       op = intend('txnThrow', [[wid, slot.txn, 'noop']], { syncMid });

@@ -232,7 +232,13 @@ function checkFile(file, listed, violations) {
 function checkSlots(intents, acked, baseline, disk, violations) {
   /** "w\u0000slot" → the ops on that slot, in order */
   const ops = new Map();
-  checkJoint(intents.filter((it) => it.joint), acked, baseline.get(W.WIPER) ?? new Map(), disk.get(W.WIPER) ?? new Map(), violations);
+  checkJoint(
+    intents.filter((it) => it.joint),
+    acked,
+    baseline.get(W.WIPER) ?? new Map(),
+    disk.get(W.WIPER) ?? new Map(),
+    violations,
+  );
   for (const it of intents) {
     if (it.joint) continue;
     for (const [w, s, kind] of it.slots) {
@@ -258,9 +264,7 @@ function checkSlots(intents, acked, baseline, disk, violations) {
     if (!valid.includes(actual)) {
       const ackOp = last >= 0 ? list[last] : null;
       violations.push(
-        `${w} ${s}: holds ${actual}; ` +
-          (ackOp ? `op ${ackOp.n} (${ackOp.op} ${ackOp.kind} ${ackOp.s}) was acknowledged` : 'nothing was acknowledged') +
-          `, allowed: ${valid.map(String).join(', ')}`,
+        `${w} ${s}: holds ${actual}; ` + (ackOp ? `op ${ackOp.n} (${ackOp.op} ${ackOp.kind} ${ackOp.s}) was acknowledged` : 'nothing was acknowledged') + `, allowed: ${valid.map(String).join(', ')}`,
       );
     }
   }
@@ -302,7 +306,10 @@ function checkJoint(ops, acked, before, actual, violations) {
   if (!states.slice(last + 1).includes(got)) {
     violations.push(
       `${W.WIPER}: holds ${got}, the state after no prefix of its calls from the last acknowledged one (${last >= 0 ? `op ${ops[last].n}, ${ops[last].op}` : 'none'}); ` +
-        `allowed: ${states.slice(last + 1).slice(0, 4).join(' | ')}${states.length - last - 1 > 4 ? ' | …' : ''}`,
+        `allowed: ${states
+          .slice(last + 1)
+          .slice(0, 4)
+          .join(' | ')}${states.length - last - 1 > 4 ? ' | …' : ''}`,
     );
   }
 }
@@ -338,9 +345,7 @@ async function checkAlarms(host, intents, acked, issued, violations) {
     }
     for (const name of missing) {
       const { w, allowed } = want.get(name);
-      violations.push(
-        `${w}: alarm ${name}, acknowledged for ${new Date(allowed[0]).toISOString()}, had not run for that time (or a later setting) ${ALARM_GRACE_MS} ms past it`,
-      );
+      violations.push(`${w}: alarm ${name}, acknowledged for ${new Date(allowed[0]).toISOString()}, had not run for that time (or a later setting) ${ALARM_GRACE_MS} ms past it`);
     }
   } finally {
     await sched.stop();

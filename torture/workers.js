@@ -218,7 +218,10 @@ class Tort extends DurableWorker {
 
   /** Names of the alarms whose hook has recorded a run. */
   async fired() {
-    return this.state.keys().filter((k) => k.startsWith('fired:')).map((k) => k.slice('fired:'.length));
+    return this.state
+      .keys()
+      .filter((k) => k.startsWith('fired:'))
+      .map((k) => k.slice('fired:'.length));
   }
 
   /** [name, scheduledTime] of each alarm whose hook has recorded a run (the latest run of each name). */

@@ -56,7 +56,14 @@ function whyNodeUnrunnable() {
 function whyNobodyCannot(node, file, cwd) {
   const r = spawnSync(node, ['-e', `require(${JSON.stringify(file)})`], { cwd, uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   if (r.status === 0) return null;
-  return r.error?.message ?? r.stderr.trim().split('\n').find((l) => /Error|denied/.test(l)) ?? `exit code ${r.status}`;
+  return (
+    r.error?.message ??
+    r.stderr
+      .trim()
+      .split('\n')
+      .find((l) => /Error|denied/.test(l)) ??
+    `exit code ${r.status}`
+  );
 }
 
 /** The directory npm installed `name` in, as seen from `from` (Node's lookup, without resolving exports). */

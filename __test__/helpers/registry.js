@@ -73,7 +73,10 @@ async function startRegistry(dir) {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`verdaccio exited ${child.exitCode}:\n${output}`);
       if (Date.now() > deadline) throw new Error(`verdaccio did not answer on ${url} within 60 s:\n${output}`);
-      const ok = await fetch(`${url}-/ping`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}-/ping`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -124,7 +124,9 @@ class Untyped extends DurableWorker {
 void Untyped;
 
 // @ts-expect-error a document's declared field must match the document type
-async function badPut(w: Orders): Promise<void> { w.state.collection<Order>('orders').put('x', { status: 'lost', placedAt: new Date(), total: 1 }); }
+async function badPut(w: Orders): Promise<void> {
+  w.state.collection<Order>('orders').put('x', { status: 'lost', placedAt: new Date(), total: 1 });
+}
 void badPut;
 
 async function sharded(): Promise<void> {

@@ -21,26 +21,28 @@ const MAX_OPEN = 128;
 function store(dir) {
   fs.mkdirSync(dir, { recursive: true });
   const open = new Map();
-  const carts = (id) => use(`cart-${id}`, (db) => {
-    db.exec(`CREATE TABLE IF NOT EXISTS items (sku TEXT PRIMARY KEY, qty INTEGER, price INTEGER);
+  const carts = (id) =>
+    use(`cart-${id}`, (db) => {
+      db.exec(`CREATE TABLE IF NOT EXISTS items (sku TEXT PRIMARY KEY, qty INTEGER, price INTEGER);
              CREATE TABLE IF NOT EXISTS orders (number INTEGER PRIMARY KEY, doc TEXT, total INTEGER, placed_at INTEGER)`);
-    return {
-      items: db.prepare('SELECT sku, qty, price FROM items ORDER BY rowid'),
-      upsert: db.prepare('INSERT INTO items (sku, qty, price) VALUES (?, ?, ?) ON CONFLICT (sku) DO UPDATE SET qty = qty + excluded.qty'),
-      remove: db.prepare('DELETE FROM items WHERE sku = ?'),
-      clear: db.prepare('DELETE FROM items'),
-      count: db.prepare('SELECT count(*) FROM orders').pluck(),
-      insert: db.prepare('INSERT INTO orders (number, doc, total, placed_at) VALUES (?, ?, ?, ?)'),
-      orders: db.prepare('SELECT doc FROM orders ORDER BY number DESC').pluck(),
-    };
-  });
-  const inventory = (sku) => use(`inv-${sku}`, (db) => {
-    db.exec('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v) WITHOUT ROWID');
-    return {
-      get: db.prepare("SELECT v FROM kv WHERE k = 'reserved'").pluck(),
-      put: db.prepare("INSERT INTO kv (k, v) VALUES ('reserved', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"),
-    };
-  });
+      return {
+        items: db.prepare('SELECT sku, qty, price FROM items ORDER BY rowid'),
+        upsert: db.prepare('INSERT INTO items (sku, qty, price) VALUES (?, ?, ?) ON CONFLICT (sku) DO UPDATE SET qty = qty + excluded.qty'),
+        remove: db.prepare('DELETE FROM items WHERE sku = ?'),
+        clear: db.prepare('DELETE FROM items'),
+        count: db.prepare('SELECT count(*) FROM orders').pluck(),
+        insert: db.prepare('INSERT INTO orders (number, doc, total, placed_at) VALUES (?, ?, ?, ?)'),
+        orders: db.prepare('SELECT doc FROM orders ORDER BY number DESC').pluck(),
+      };
+    });
+  const inventory = (sku) =>
+    use(`inv-${sku}`, (db) => {
+      db.exec('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v) WITHOUT ROWID');
+      return {
+        get: db.prepare("SELECT v FROM kv WHERE k = 'reserved'").pluck(),
+        put: db.prepare("INSERT INTO kv (k, v) VALUES ('reserved', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"),
+      };
+    });
 
   function use(name, prepare) {
     let e = open.get(name);
@@ -74,7 +76,10 @@ function handler(s) {
   return (req, res, body) => {
     const parts = new URL(req.url, 'http://shop').pathname.split('/').slice(1).map(decodeURIComponent);
     const id = parts[1];
-    const route = `${req.method} ${parts.slice(2).join('/').replace(/^items\/.*/, 'items/:sku')}`;
+    const route = `${req.method} ${parts
+      .slice(2)
+      .join('/')
+      .replace(/^items\/.*/, 'items/:sku')}`;
     switch (route) {
       case 'GET ':
         return [200, browse(id)];
@@ -107,7 +112,13 @@ function handler(s) {
         return [201, order];
       }
       case 'GET orders':
-        return [200, s.carts(id).orders.all().map((d) => JSON.parse(d))];
+        return [
+          200,
+          s
+            .carts(id)
+            .orders.all()
+            .map((d) => JSON.parse(d)),
+        ];
       default:
         return [404, { error: { code: 'NOT_FOUND', message: route } }];
     }

@@ -20,7 +20,6 @@ const { Cart, Inventory } = require('../shop/cart');
 // The same answers to errors and bodies as the Node server.
 const { MAX_BODY, answerFor, bodyTooLarge, parseBody, errorBody: error } = require('../shop/http-errors');
 
-
 async function fetch(request, env) {
   try {
     return await handle(request, env);
@@ -35,7 +34,10 @@ async function handle(request, env) {
   const parts = pathname.split('/').slice(1).map(decodeURIComponent);
   if (parts[0] !== 'cart' || parts.length < 2) return send(404, error('NOT_FOUND', `no route for ${pathname}`));
   const cart = hostOf(env).get(Cart, parts[1]);
-  const route = `${request.method} ${parts.slice(2).join('/').replace(/^items\/.*/, 'items/:sku')}`;
+  const route = `${request.method} ${parts
+    .slice(2)
+    .join('/')
+    .replace(/^items\/.*/, 'items/:sku')}`;
   switch (route) {
     case 'GET ':
       return send(200, await cart.browse());

@@ -15,7 +15,6 @@ const { open } = require('durable-workers');
 const { Cart } = require('./cart');
 const { MAX_BODY, answerFor, bodyTooLarge, parseBody, errorBody: error } = require('./http-errors');
 
-
 /**
  * Opens the durable host in `dir` and serves the shop on 127.0.0.1.
  * @param {{ port?: number } & import('durable-workers').OpenOptions} options
@@ -71,7 +70,10 @@ async function handle(host, req, res) {
   const parts = pathname.split('/').slice(1).map(decodeURIComponent);
   if (parts[0] !== 'cart' || parts.length < 2) return send(res, 404, error('NOT_FOUND', `no route for ${pathname}`));
   const cart = host.get(Cart, parts[1]);
-  const route = `${req.method} ${parts.slice(2).join('/').replace(/^items\/.*/, 'items/:sku')}`;
+  const route = `${req.method} ${parts
+    .slice(2)
+    .join('/')
+    .replace(/^items\/.*/, 'items/:sku')}`;
 
   switch (route) {
     case 'GET ':

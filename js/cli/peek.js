@@ -102,7 +102,9 @@ function printer(io, json) {
     run: (e) => {
       const r = e.result;
       const line = { event: 'run', worker: e.worker, trigger: e.trigger, ok: r.ok, ms: r.ms, ...(r.ok ? { value: r.value } : { error: { code: r.error.code, message: r.error.message } }) };
-      io.stdout.write(json ? `${JSON.stringify(line)}\n` : `${e.worker} ${e.trigger.kind} ${r.ok ? 'ok' : 'FAILED'} in ${r.ms} ms: ${r.ok ? text(r.value) : `${r.error.code ?? ''} ${r.error.message}`}\n`);
+      io.stdout.write(
+        json ? `${JSON.stringify(line)}\n` : `${e.worker} ${e.trigger.kind} ${r.ok ? 'ok' : 'FAILED'} in ${r.ms} ms: ${r.ok ? text(r.value) : `${r.error.code ?? ''} ${r.error.message}`}\n`,
+      );
     },
   };
 }
@@ -164,7 +166,8 @@ async function serve(args, io) {
   await supervisor.start();
   print.log({ level: 'info', worker: '(supervisor)', args: [`serving ${supervisor.manifests.size} worker(s) from ${dir}`] });
   const sb = adapter.sandbox;
-  if (sb.on) print.log({ level: 'info', worker: '(supervisor)', args: [`runs are sandboxed (${sb.mode === 'root' ? 'a uid of their own each' : "this process's uid"}); network.enforcement: egress-control`] });
+  if (sb.on)
+    print.log({ level: 'info', worker: '(supervisor)', args: [`runs are sandboxed (${sb.mode === 'root' ? 'a uid of their own each' : "this process's uid"}); network.enforcement: egress-control`] });
   else print.log({ level: 'warn', worker: '(supervisor)', args: [`runs are NOT sandboxed: ${sb.reason}; network.enforcement: guard-rail (docs/security.md says what the sandbox needs)`] });
   await stopped;
   await supervisor.close();

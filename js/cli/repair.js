@@ -62,10 +62,7 @@ async function run(args, io) {
       io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return EXIT.OK;
     }
-    const lines = [
-      `repaired ${dir}`,
-      `  ${report.workers} worker file(s) recorded in the catalog, ${report.alarms} with a pending alarm`,
-    ];
+    const lines = [`repaired ${dir}`, `  ${report.workers} worker file(s) recorded in the catalog, ${report.alarms} with a pending alarm`];
     if (report.movedAside !== null) lines.push(`  the damaged catalog was moved to ${report.movedAside}`);
     if (report.skipped.length > 0) {
       lines.push(`  ${report.skipped.length} file(s) left alone:`);

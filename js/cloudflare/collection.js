@@ -25,8 +25,7 @@ const { utf8Length } = require('./size');
 
 const MAX_DOC = 1024 * 1024;
 const MAX_ID = 2048;
-const FIELDS_DDL =
-  'CREATE TABLE IF NOT EXISTS fields(collection TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL, active INTEGER NOT NULL, PRIMARY KEY(collection, field)) WITHOUT ROWID';
+const FIELDS_DDL = 'CREATE TABLE IF NOT EXISTS fields(collection TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL, active INTEGER NOT NULL, PRIMARY KEY(collection, field)) WITHOUT ROWID';
 
 const table = (name) => `"c_${name}"`;
 const column = (field) => `"f_${field}"`;
@@ -78,12 +77,7 @@ function ensureTables(sql, collections) {
 }
 
 function markActive(sql, coll, f) {
-  sql.exec(
-    'INSERT INTO fields(collection, field, type, active) VALUES (?, ?, ?, 1) ON CONFLICT(collection, field) DO UPDATE SET type = excluded.type, active = 1',
-    coll,
-    f.name,
-    f.type,
-  );
+  sql.exec('INSERT INTO fields(collection, field, type, active) VALUES (?, ?, ?, 1) ON CONFLICT(collection, field) DO UPDATE SET type = excluded.type, active = 1', coll, f.name, f.type);
 }
 
 /** Fills the columns of `fields` from every stored document; a value of the wrong type is null. */
@@ -135,7 +129,10 @@ class Collection {
       throw new DurableError(codes.STATE_TOO_LARGE, `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`);
     }
     const names = ['id', 'tag', 'doc', ...this.#decl.fields.map((f) => column(f.name))];
-    const updates = names.slice(1).map((c) => `${c} = excluded.${c}`).join(', ');
+    const updates = names
+      .slice(1)
+      .map((c) => `${c} = excluded.${c}`)
+      .join(', ');
     this.#sql.exec(
       `INSERT INTO ${table(this.#decl.name)}(${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ON CONFLICT(id) DO UPDATE SET ${updates}`,
       id,

@@ -229,7 +229,10 @@ class Runtime {
   call(method, args, chain, id) {
     const who = () => label(this.entry.name, this.id ?? id ?? '?');
     if (typeof method !== 'string' || !this.entry.methods.has(method)) {
-      const why = typeof method === 'string' && (method === 'start' || method === 'stop' || method === 'alarm' || method.startsWith('webSocket')) ? 'is a lifecycle hook, not callable' : 'is not a method of the class';
+      const why =
+        typeof method === 'string' && (method === 'start' || method === 'stop' || method === 'alarm' || method.startsWith('webSocket'))
+          ? 'is a lifecycle hook, not callable'
+          : 'is not a method of the class';
       return Promise.reject(new DurableError(codes.METHOD, `${who()}: ${this.entry.name}.${String(method)}() ${why}`));
     }
     if (!Array.isArray(args)) args = [];
@@ -256,39 +259,44 @@ class Runtime {
   fireAlarms() {
     return this.mailbox.run(
       () => this.who(),
-      () => chains.run([], async () => {
-        try {
-          this.resolveId(undefined);
-          const w = await this.materialize();
-          await this.alarms.fire(
-            async (info) => {
-              if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
-              await w.alarm(info);
-            },
-            (err, info) => console.error(`durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`, err?.stack ?? err),
-          );
-          this.#meta().exec("DELETE FROM dw_meta WHERE k = 'alarmFailures'");
-        } catch (err) {
-          let n;
+      () =>
+        chains.run([], async () => {
           try {
-            const sql = this.#meta();
-            let pending = false;
+            this.resolveId(undefined);
+            const w = await this.materialize();
+            await this.alarms.fire(
+              async (info) => {
+                if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
+                await w.alarm(info);
+              },
+              (err, info) =>
+                console.error(
+                  `durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`,
+                  err?.stack ?? err,
+                ),
+            );
+            this.#meta().exec("DELETE FROM dw_meta WHERE k = 'alarmFailures'");
+          } catch (err) {
+            let n;
             try {
-              pending = [...sql.exec('SELECT 1 FROM dw_alarms LIMIT 1')].length > 0;
+              const sql = this.#meta();
+              let pending = false;
+              try {
+                pending = [...sql.exec('SELECT 1 FROM dw_alarms LIMIT 1')].length > 0;
+              } catch {
+                // no dw_alarms table: no named alarm was ever set
+              }
+              if (!pending) throw err;
+              n = ([...sql.exec("SELECT v FROM dw_meta WHERE k = 'alarmFailures'")][0]?.v ?? 0) + 1;
+              sql.exec("INSERT INTO dw_meta(k, v) VALUES ('alarmFailures', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", n);
+              const retryAt = Date.now() + backoff(n);
+              await this.ctx.storage.setAlarm(retryAt);
+              console.error(`durable-workers: ${this.who()}: the alarms could not run (attempt ${n}, retry at ${new Date(retryAt).toISOString()}):`, err?.stack ?? err);
             } catch {
-              // no dw_alarms table: no named alarm was ever set
+              throw err; // storage itself fails: leave it to the platform's retry
             }
-            if (!pending) throw err;
-            n = ([...sql.exec("SELECT v FROM dw_meta WHERE k = 'alarmFailures'")][0]?.v ?? 0) + 1;
-            sql.exec("INSERT INTO dw_meta(k, v) VALUES ('alarmFailures', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", n);
-            const retryAt = Date.now() + backoff(n);
-            await this.ctx.storage.setAlarm(retryAt);
-            console.error(`durable-workers: ${this.who()}: the alarms could not run (attempt ${n}, retry at ${new Date(retryAt).toISOString()}):`, err?.stack ?? err);
-          } catch {
-            throw err; // storage itself fails: leave it to the platform's retry
           }
-        }
-      }),
+        }),
       true,
     );
   }
@@ -303,11 +311,12 @@ class Runtime {
   socketEvent(run) {
     return this.mailbox.run(
       () => this.who(),
-      () => chains.run([], async () => {
-        this.resolveId(undefined);
-        const w = await this.materialize();
-        await run(w);
-      }),
+      () =>
+        chains.run([], async () => {
+          this.resolveId(undefined);
+          const w = await this.materialize();
+          await run(w);
+        }),
       true,
     );
   }
@@ -322,11 +331,7 @@ class Runtime {
     const storage = this.ctx.storage;
     const sql = storage.sql;
     // Existing means holding something: a key, a document, a named alarm (a read-only call leaves only empty tables).
-    let existed = false;
-    for (const _ of storage.kv.list()) {
-      existed = true;
-      break;
-    }
+    let existed = !storage.kv.list()[Symbol.iterator]().next().done;
     const tables = [...sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'c\\_%' ESCAPE '\\' OR name = 'dw_alarms')")].map((r) => r.name);
     for (const t of tables) {
       if (existed) break;

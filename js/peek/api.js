@@ -37,7 +37,8 @@ function buildApi(manifest, parts) {
       // This run's own reply topic (it was commanded with one): its answer.
       if (topic === parts.resultTopic) return parts.publish(topic, message);
       if (topic.startsWith(COMMAND_PREFIX)) return sendCommand(manifest, parts, topic, message);
-      if (topic.startsWith('cmd:')) throw denied(manifest, `${topic}: cmd: topics other than cmd:execute:<command> belong to the supervisor and the commanders (a run answers only on its own ctx.trigger.resultTopic)`);
+      if (topic.startsWith('cmd:'))
+        throw denied(manifest, `${topic}: cmd: topics other than cmd:execute:<command> belong to the supervisor and the commanders (a run answers only on its own ctx.trigger.resultTopic)`);
       if (parts.isReplyTopic?.(topic)) throw denied(manifest, `${topic} is the reply topic of another run's command`);
       await parts.publish(topic, message);
     };

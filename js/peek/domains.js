@@ -22,7 +22,10 @@ function hostAllowed(domains, hostname) {
 
 /** Lower case, no trailing dot, IPv6 without brackets. */
 function normalize(name) {
-  return name.toLowerCase().replace(/\.$/, '').replace(/^\[|\]$/g, '');
+  return name
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[|\]$/g, '');
 }
 
 /** Refuses anything that is not a host pattern; returns an error message, or null when valid. */

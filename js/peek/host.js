@@ -189,7 +189,10 @@ function createWorkerHost({ adapter } = {}) {
         stillOn();
         const entry = (manifest.worker.entry !== undefined ? mod[manifest.worker.entry] : undefined) ?? mod.default;
         if (typeof entry !== 'function') {
-          throw peekError(codes.ENTRY, `worker ${name}: ${manifest.worker.url} exports no function ${manifest.worker.entry ? `named ${JSON.stringify(manifest.worker.entry)} and no default` : 'as its default'}`);
+          throw peekError(
+            codes.ENTRY,
+            `worker ${name}: ${manifest.worker.url} exports no function ${manifest.worker.entry ? `named ${JSON.stringify(manifest.worker.entry)} and no default` : 'as its default'}`,
+          );
         }
         const value = await entry(api, ctx);
         // waitUntil: the run is over when what it handed over has settled

@@ -17,10 +17,7 @@ const SPEC = /^every ([1-9][0-9]{0,5})([smhd])$/;
 function parseSchedule(spec, field = 'schedule') {
   const m = typeof spec === 'string' ? SPEC.exec(spec.trim()) : null;
   if (m === null) {
-    throw peekError(
-      codes.SCHEDULE,
-      `${field}: ${JSON.stringify(spec)} is not a schedule; write "every <n><unit>" with unit s, m, h or d (e.g. "every 30s", "every 15m", "every 2h", "every 1d")`,
-    );
+    throw peekError(codes.SCHEDULE, `${field}: ${JSON.stringify(spec)} is not a schedule; write "every <n><unit>" with unit s, m, h or d (e.g. "every 30s", "every 15m", "every 2h", "every 1d")`);
   }
   return Number(m[1]) * UNIT_MS[m[2]];
 }

@@ -55,7 +55,10 @@ async function fetchHandler(request, env) {
   const [, what, name] = parts;
   switch (what) {
     case 'credential': {
-      const v = env[CREDENTIAL_PREFIX + String(name).toUpperCase().replace(/[^A-Z0-9]/g, '_')];
+      const suffix = String(name)
+        .toUpperCase()
+        .replace(/[^A-Z0-9]/g, '_');
+      const v = env[CREDENTIAL_PREFIX + suffix];
       return typeof v === 'string' && v.length > 0 ? json({ credential: v }) : json({ credential: null }, 404);
     }
     case 'realm': {
@@ -94,7 +97,8 @@ async function datastore(request, env, method) {
   }
   const [user, profile] = JSON.parse(env.PEEK_STORE_SESSION);
   try {
-    return json({ data: await hostOf(env).get(PeekStore, JSON.stringify([user, profile]))[method](...args) });
+    const store = hostOf(env).get(PeekStore, JSON.stringify([user, profile]));
+    return json({ data: await store[method](...args) });
   } catch (err) {
     return json({ error: String(err?.message ?? err) }, 400);
   }
@@ -115,7 +119,10 @@ function classes(DurableObject) {
         // Schedules that fell due while no host was connected run now.
         const waiting = (await this.ctx.storage.get('waiting')) ?? [];
         await this.ctx.storage.delete('waiting');
-        for (const name of waiting) scheduleOf(this.env, name).wake().catch(() => {});
+        for (const name of waiting)
+          scheduleOf(this.env, name)
+            .wake()
+            .catch(() => {});
       } else {
         this.ctx.acceptWebSocket(server, ['channel']);
         server.serializeAttachment({ topics: [] });

@@ -103,10 +103,13 @@ const declarations = [
         let backoff = 0;
         for (let i = 1; i <= retries; i++) backoff += Math.min(1000 * 2 ** (i - 1), 300_000);
         const runs = () => h.runsOf('fails', s.since);
-        await h.until(() => {
-          const r = runs();
-          return r.length > 0 && r.some((x) => x.trigger.scheduledFor !== r[0].trigger.scheduledFor);
-        }, 1000 + backoff * 1.5 + 8000);
+        await h.until(
+          () => {
+            const r = runs();
+            return r.length > 0 && r.some((x) => x.trigger.scheduledFor !== r[0].trigger.scheduledFor);
+          },
+          1000 + backoff * 1.5 + 8000,
+        );
         const r = runs();
         if (r.length === 0) return { ok: false, observed: 'the schedule never ran' };
         const first = r.filter((x) => x.trigger.scheduledFor === r[0].trigger.scheduledFor).length;
@@ -132,7 +135,10 @@ const declarations = [
         const late = r.map((x) => x.result.value.startedAt - x.trigger.scheduledFor).sort((a, b) => a - b);
         const gaps = r.slice(1).map((x, i) => x.trigger.scheduledFor - r[i].trigger.scheduledFor);
         const ok = late[0] >= -50 && late[late.length - 1] <= d.scheduler.precisionMs && gaps.every((g) => g >= d.scheduler.minIntervalMs);
-        return { ok, observed: `start − scheduledFor over ${late.length} runs: min ${late[0]} ms, median ${late[late.length >> 1]} ms, max ${late[late.length - 1]} ms; slots ${gaps.join(', ')} ms apart` };
+        return {
+          ok,
+          observed: `start − scheduledFor over ${late.length} runs: min ${late[0]} ms, median ${late[late.length >> 1]} ms, max ${late[late.length - 1]} ms; slots ${gaps.join(', ')} ms apart`,
+        };
       } finally {
         await s.cancel();
       }
@@ -257,7 +263,10 @@ const declarations = [
         const reached = server.stats.requests > 0;
         const ok = reached === (d.network.enforcement === 'guard-rail');
         const t = r.value;
-        return { ok, observed: `import node:http: ${t.import}; fetch: ${t.fetch}; require node:http: ${t.require}; ${t.net === undefined ? '' : `node:net: ${t.net}; `}server ${reached ? 'reached' : 'not reached'}` };
+        return {
+          ok,
+          observed: `import node:http: ${t.import}; fetch: ${t.fetch}; require node:http: ${t.require}; ${t.net === undefined ? '' : `node:net: ${t.net}; `}server ${reached ? 'reached' : 'not reached'}`,
+        };
       } finally {
         await server.close();
       }

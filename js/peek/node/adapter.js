@@ -70,7 +70,10 @@ function nodeAdapter(options = {}) {
     if (durable === null) {
       durable = open({ dir: o.dir });
       durable.then(
-        (h) => h.on('alarmFailed', (err, info) => log({ level: 'warn', worker: info.id, args: [`run failed (attempt ${info.attempt}); retrying at ${new Date(info.retryAt).toISOString()}:`, err?.message ?? String(err)] })),
+        (h) =>
+          h.on('alarmFailed', (err, info) =>
+            log({ level: 'warn', worker: info.id, args: [`run failed (attempt ${info.attempt}); retrying at ${new Date(info.retryAt).toISOString()}:`, err?.message ?? String(err)] }),
+          ),
         () => {
           durable = null;
         },

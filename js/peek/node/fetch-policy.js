@@ -164,11 +164,11 @@ function parseV6(s) {
   const out = [];
   const fill = 8 - groups.length;
   for (let g = 0; g < groups.length; g++) {
-    if (g === gap) for (let k = 0; k < fill; k++) (out[out.length] = 0), (out[out.length] = 0);
+    if (g === gap) for (let k = 0; k < fill; k++) ((out[out.length] = 0), (out[out.length] = 0));
     out[out.length] = groups[g] >> 8;
     out[out.length] = groups[g] & 255;
   }
-  if (gap === groups.length) for (let k = 0; k < fill; k++) (out[out.length] = 0), (out[out.length] = 0);
+  if (gap === groups.length) for (let k = 0; k < fill; k++) ((out[out.length] = 0), (out[out.length] = 0));
   return out.length === 16 ? out : null;
 }
 

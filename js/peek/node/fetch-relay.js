@@ -51,10 +51,7 @@ function relayFetch(io) {
     const onAbort = () => io.cancel(id);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await Promise.race([
-        answer,
-        new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
-      ]);
+      const r = await Promise.race([answer, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
       const response = new PlatformResponse(NULL_BODY.has(r.status) ? null : r.body, { status: r.status, statusText: r.statusText, headers: r.headers });
       Object.defineProperty(response, 'url', { value: r.url });
       Object.defineProperty(response, 'redirected', { value: r.redirected });

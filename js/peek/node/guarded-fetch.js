@@ -76,10 +76,7 @@ const loadFetch = dataProperty('fetch');
 const abortAny = typeof AbortSignal === 'function' && typeof AbortSignal.any === 'function' ? AbortSignal.any.bind(AbortSignal) : null;
 const weakSet = { make: () => new WeakSet(), add: method(WeakSet.prototype, 'add'), has: method(WeakSet.prototype, 'has') };
 // Node, and not workerd (whose nodejs_compat may set process.versions.node too): taken before worker code runs.
-const onNode =
-  typeof process === 'object' &&
-  typeof process?.versions?.node === 'string' &&
-  !(typeof navigator === 'object' && navigator !== null && navigator.userAgent === 'Cloudflare-Workers');
+const onNode = typeof process === 'object' && typeof process?.versions?.node === 'string' && !(typeof navigator === 'object' && navigator !== null && navigator.userAgent === 'Cloudflare-Workers');
 const getBuiltinModule = typeof process === 'object' && typeof process?.getBuiltinModule === 'function' ? process.getBuiltinModule.bind(process) : null;
 // Where undici keeps its global dispatcher: '.2' from undici 8 (Node 26, with a wrapper at '.1'), '.1' before.
 const UNDICI_DISPATCHERS = Object.freeze([Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')]);
@@ -299,9 +296,7 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
   // object whose prototype is Object.prototype, which the worker can give a dispatcher: ours goes in the init
   // too, with what a non-empty init resets (the referrer and its policy) as the Request has them.
   const send = (request) =>
-    dispatcher === null
-      ? platformFetch(request)
-      : platformFetch(request, { __proto__: null, dispatcher, referrer: w.request.referrer(request), referrerPolicy: w.request.referrerPolicy(request) });
+    dispatcher === null ? platformFetch(request) : platformFetch(request, { __proto__: null, dispatcher, referrer: w.request.referrer(request), referrerPolicy: w.request.referrerPolicy(request) });
 
   return async function fetch(input, init) {
     // The input, read once.

@@ -4,11 +4,28 @@
 // (child.js, CommonJS require) and module.registerHooks where Node has it.
 
 const REFUSED = new Set([
-  'net', 'tls', 'http', 'https', 'http2', 'dgram', 'dns', 'dns/promises',
-  'child_process', 'cluster', 'worker_threads', 'inspector', 'inspector/promises',
+  'net',
+  'tls',
+  'http',
+  'https',
+  'http2',
+  'dgram',
+  'dns',
+  'dns/promises',
+  'child_process',
+  'cluster',
+  'worker_threads',
+  'inspector',
+  'inspector/promises',
   // The legacy internals http and tls are built from, still loadable by name.
-  '_http_agent', '_http_client', '_http_common', '_http_incoming', '_http_outgoing', '_http_server',
-  '_tls_common', '_tls_wrap',
+  '_http_agent',
+  '_http_client',
+  '_http_common',
+  '_http_incoming',
+  '_http_outgoing',
+  '_http_server',
+  '_tls_common',
+  '_tls_wrap',
 ]);
 
 /** Whether `specifier` names a refused module (with or without `node:`). */
@@ -26,10 +43,7 @@ function isRefused(specifier) {
 function refusal(specifier, from, how = 'import', target) {
   const by = from ? ` (${how === 'require' ? 'required' : 'imported'} by ${from})` : '';
   const to = target && target !== specifier ? ` (${target})` : '';
-  const err = new Error(
-    `${how} of ${JSON.stringify(specifier)}${to} refused${by}: a Peek worker may not load network or process modules; ` +
-      'use fetch, allowed by capabilities.network.domains',
-  );
+  const err = new Error(`${how} of ${JSON.stringify(specifier)}${to} refused${by}: a Peek worker may not load network or process modules; ` + 'use fetch, allowed by capabilities.network.domains');
   err.code = 'ERR_PEEK_IMPORT_REFUSED';
   return err;
 }

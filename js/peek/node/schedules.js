@@ -88,7 +88,11 @@ function peekWorkerClass(ctl) {
       const wait = backoffMs(failures, s.intervalMs);
       const next = nextAfter(scheduledTime, s.intervalMs, Date.now() + wait);
       if (wait > 0) {
-        ctl.log?.({ level: 'warn', worker: this.id, args: [`${failures} scheduled runs in a row failed (last: ${result.error?.code ?? result.error?.message}); backing off, next run ${new Date(next).toISOString()}`] });
+        ctl.log?.({
+          level: 'warn',
+          worker: this.id,
+          args: [`${failures} scheduled runs in a row failed (last: ${result.error?.code ?? result.error?.message}); backing off, next run ${new Date(next).toISOString()}`],
+        });
       }
       await this.state.setAlarm(next);
     }

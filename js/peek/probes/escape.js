@@ -29,10 +29,12 @@ export default async function escape(api, ctx) {
   }
   if (http !== null) {
     tried.require = await new Promise((resolve) => {
-      http.get(url, (res) => {
-        res.resume();
-        resolve(`reached (${res.statusCode})`);
-      }).on('error', (err) => resolve(err.code ?? err.message));
+      http
+        .get(url, (res) => {
+          res.resume();
+          resolve(`reached (${res.statusCode})`);
+        })
+        .on('error', (err) => resolve(err.code ?? err.message));
     });
   }
   if (!String(tried.require).startsWith('reached')) {

@@ -228,7 +228,9 @@ const REALM_MESSAGES = {
     const t = timing(m.timing, 'loaded.timing');
     if (!ok) return { t: 'loaded', ok, error: plainError(m.error, 'loaded.error'), timing: t };
     if (!Array.isArray(m.exports) || m.exports.length > 10_000) fail('loaded.exports is not an array of [name, type]');
-    const exports = bounded(m.exports, 'loaded.exports').map((e, i) => (Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string' ? [e[0], e[1]] : fail(`loaded.exports[${i}] is not [name, type]`)));
+    const exports = bounded(m.exports, 'loaded.exports').map((e, i) =>
+      Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string' ? [e[0], e[1]] : fail(`loaded.exports[${i}] is not [name, type]`),
+    );
     return { t: 'loaded', ok, exports, timing: t };
   },
   result: (m) => {
@@ -252,7 +254,9 @@ const REALM_MESSAGES = {
   fetch: (m) => {
     const out = { t: 'fetch', id: Number.isSafeInteger(m.id) ? m.id : fail('fetch.id is not a safe integer'), url: short(m.url, 16 * 1024, 'fetch.url'), method: short(m.method, 32, 'fetch.method') };
     if (!Array.isArray(m.headers) || m.headers.length > 256) fail('fetch.headers is not an array of at most 256 [name, value]');
-    out.headers = m.headers.map((h, i) => (Array.isArray(h) && h.length === 2 ? [short(h[0], 1024, `fetch.headers[${i}][0]`), short(h[1], 16 * 1024, `fetch.headers[${i}][1]`)] : fail(`fetch.headers[${i}] is not [name, value]`)));
+    out.headers = m.headers.map((h, i) =>
+      Array.isArray(h) && h.length === 2 ? [short(h[0], 1024, `fetch.headers[${i}][0]`), short(h[1], 16 * 1024, `fetch.headers[${i}][1]`)] : fail(`fetch.headers[${i}] is not [name, value]`),
+    );
     if (m.body !== undefined && m.body !== null && !(m.body instanceof Uint8Array)) fail('fetch.body is not bytes');
     if (m.body instanceof Uint8Array) out.body = m.body;
     const redirect = m.redirect ?? 'follow';
