@@ -4,7 +4,7 @@
 // (The storage here is a stand-in only because the test must decide when each
 // commit lands; every other test uses the real one.)
 const test = require('ava');
-const { DurableState } = require('../js/state');
+const { DurableState } = require('../js/state/resident-state');
 
 /** Storage whose commits complete when the test says so, in any order it likes. */
 function heldStorage() {

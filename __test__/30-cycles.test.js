@@ -105,7 +105,7 @@ test('two requests that would wait on each other across workers: the closing cal
   t.is(await r1, 'B');
 });
 
-// The chain is an AsyncLocalStorage (js/chain.js). Node 24 builds it on
+// The chain is an AsyncLocalStorage (js/runtime/call-chain.js). Node 24 builds it on
 // AsyncContextFrame instead of async hooks (--no-async-context-frame or
 // --experimental-async-context-frame switch it), a different mechanism for
 // the same promise: the chain follows a call into whatever it leaves behind.

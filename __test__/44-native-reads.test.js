@@ -3,9 +3,9 @@
 // each document's end) unpacks to the documents written, and a read that
 // fails on its pool thread still rejects with the coded error.
 const test = require('ava');
-const { NativeHost } = require('../js/native');
-const { Commits } = require('../js/commits');
-const { unpackRows } = require('../js/rows');
+const { NativeHost } = require('../js/native/load');
+const { Commits } = require('../js/runtime/commits');
+const { unpackRows } = require('../js/collections/result-rows');
 const { tmpDir } = require('./helpers/tmp');
 
 function open(t) {

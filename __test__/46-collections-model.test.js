@@ -2,8 +2,8 @@
 // Collections against a model: random sequences of put / get / delete /
 // update / count / find / transaction / reopen, run inside a worker, every
 // read compared with an in-memory model written here from the documented
-// contract (API.md §1, index.d.ts). The model shares no code with js/query.js
-// or js/schema.js: it is a differential oracle.
+// contract (API.md §1, index.d.ts). The model shares no code with js/collections/query.js
+// or js/collections/declarations.js: it is a differential oracle.
 //
 // What it models:
 //   - put replaces, committed with the call; a declared field of the wrong

@@ -19,7 +19,7 @@
 // After every bad input, nothing changed: not the worker's own state, not
 // another worker's.
 //
-// Key order. The docs say "sorted"; js/state.js sorts keys, and compares
+// Key order. The docs say "sorted"; js/state/resident-state.js sorts keys, and compares
 // `start` / `end`, as JavaScript strings (UTF-16 code units), so that is what
 // the model does ('\u{10000}' sorts before '\uFFFF'). host.ids() is sorted
 // by the catalog, by code point; the ids test compares sets.
@@ -432,7 +432,7 @@ test('this.state matches an in-memory model when three keys are written, rewritt
   await modelRuns(t, DENSE, RUNS);
 });
 
-// Regression (found by the dense model run, fixed in js/state.js #takeBatch):
+// Regression (found by the dense model run, fixed in js/state/resident-state.js #takeBatch):
 // a flush inside a nested transaction wrote a key as it was before the
 // outermost transaction only if that transaction's undo log had it, so a key
 // dirtied before the outer transaction and written only by the inner one was

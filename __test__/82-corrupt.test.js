@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const { open, DurableWorker } = require('..');
-const { repair } = require('../js/repair');
+const { repair } = require('../js/tools/repair');
 const { tmpDir } = require('./helpers/tmp');
 
 class Note extends DurableWorker {
@@ -93,7 +93,7 @@ test('a deleted catalog is rebuilt by open() from the worker files, alarms inclu
   const host = await open({ dir });
   t.teardown(() => host.close());
   t.deepEqual(await ids(host), IDS);
-  const { inspect } = require('../js/inspect');
+  const { inspect } = require('../js/tools/inspect');
   await host.close();
   const seen = await inspect(dir);
   t.is(seen.alarms.count, IDS.length, 'every alarm is findable again');

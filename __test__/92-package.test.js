@@ -18,7 +18,7 @@ const path = require('node:path');
 const { execFileSync, spawnSync } = require('node:child_process');
 const { pack, publish } = require('../scripts/pack');
 const { nodePath } = require('../scripts/node-lines');
-const { triple, sourceBuildPath } = require('../js/platform');
+const { triple, sourceBuildPath } = require('../js/native/platform');
 const { startRegistry } = require('./helpers/registry');
 
 const ROOT = path.join(__dirname, '..');

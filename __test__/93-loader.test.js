@@ -1,5 +1,5 @@
 'use strict';
-// The addon loader (js/native.js) as a user meets it when something is off:
+// The addon loader (js/native/load.js) as a user meets it when something is off:
 // a platform package of another version, a native/ file that is not a
 // loadable library, DURABLE_WORKERS_ADDON naming a file. Each runs in a child
 // against a copy of the package's JS, so what it finds is only what the test
@@ -8,7 +8,7 @@ const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { triple, sourceBuildPath } = require('../js/platform');
+const { triple, sourceBuildPath } = require('../js/native/platform');
 const { tmpDir } = require('./helpers/tmp');
 
 const ROOT = path.join(__dirname, '..');

@@ -8,7 +8,7 @@ const test = require('ava');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { open, DurableWorker } = require('..');
-const { triple, isMusl, sourceBuildPath } = require('../js/platform');
+const { triple, isMusl, sourceBuildPath } = require('../js/native/platform');
 const { tmpDir } = require('./helpers/tmp');
 
 class Box extends DurableWorker {
@@ -35,7 +35,7 @@ if (!isMusl()) {
   });
 
   test('the musl build is the addon loaded, and no glibc is in the process', (t) => {
-    require('../js/native'); // open() loads it on first use
+    require('../js/native/load'); // open() loads it on first use
     const objects = loaded();
     t.true(objects.includes(sourceBuildPath(triple())), objects.filter((f) => f.endsWith('.node')).join(', '));
     t.deepEqual(
@@ -64,9 +64,9 @@ if (!isMusl()) {
   test('a child from process.execPath, and `node` on PATH, run musl and load the musl build', (t) => {
     const script = `
       const r = process.report.getReport();
-      require(${JSON.stringify(path.join(__dirname, '..', 'js', 'native'))});
+      require(${JSON.stringify(path.join(__dirname, '..', 'js', 'native', 'load'))});
       console.log(JSON.stringify({ glibc: r.header.glibcVersionRuntime ?? null, triple: require(${JSON.stringify(
-        path.join(__dirname, '..', 'js', 'platform'),
+        path.join(__dirname, '..', 'js', 'native', 'platform'),
       )}).triple(), addon: process.report.getReport().sharedObjects.filter((f) => f.endsWith('.node')) }));`;
     const expected = { glibc: null, triple: triple(), addon: [sourceBuildPath(triple())] };
     t.deepEqual(JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })), expected);

@@ -1,6 +1,6 @@
 'use strict';
 // What AsyncLocalStorage itself costs an async call, the mechanism under
-// js/chain.js's call-chain frame: a call that runs an async function (with
+// js/runtime/call-chain.js's call-chain frame: a call that runs an async function (with
 // `awaits` awaits) inside `storage.run(frame, …)` and reads the frame back,
 // against the same call with no AsyncLocalStorage in the process at all.
 //

@@ -13,8 +13,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { parseArgs } = require('node:util');
-const { NativeHost } = require('../js/native');
-const { Commits } = require('../js/commits');
+const { NativeHost } = require('../js/native/load');
+const { Commits } = require('../js/runtime/commits');
 const { median, percentile } = require('./measure');
 const { renderTable, formatMicros } = require('./table');
 

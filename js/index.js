@@ -1,11 +1,11 @@
 'use strict';
 // durable-workers: classes whose instances are addressed by id, each with its
 // own SQLite file, resident state read synchronously, and an output gate.
-const { Host } = require('./host');
-const { DurableWorker } = require('./worker');
-const { DurableError, codes, fromNative } = require('./errors');
-const { validate } = require('./options');
-const { Commits } = require('./commits');
+const { Host } = require('./api/host');
+const { DurableWorker } = require('./api/worker');
+const { DurableError, codes, fromNative } = require('./api/errors');
+const { validate } = require('./api/options');
+const { Commits } = require('./runtime/commits');
 
 /**
  * Opens (creating if needed) a durable directory and takes ownership of it.
@@ -18,7 +18,7 @@ async function open(options) {
   const o = validate(options);
   // Loaded here, not at require: a shard thread requires this package for
   // DurableWorker and must never load the storage core.
-  const { NativeHost } = require('./native');
+  const { NativeHost } = require('./native/load');
   const commits = new Commits();
   let native;
   try {

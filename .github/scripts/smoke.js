@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { triple, sourceBuildPath } = require('../../js/platform');
+const { triple, sourceBuildPath } = require('../../js/native/platform');
 
 const t = triple();
 if (!fs.existsSync(sourceBuildPath(t))) {

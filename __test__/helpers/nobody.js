@@ -111,7 +111,7 @@ let made = null;
  */
 function readableInstall() {
   if (made !== null) return made;
-  require(path.join(ROOT, 'js', 'native')); // loads the addon, whose path the supervisor is given
+  require(path.join(ROOT, 'js', 'native', 'load')); // loads the addon, whose path the supervisor is given
   const addon = Object.keys(require.cache).find((f) => f.endsWith('.node'));
   if (addon === undefined) throw new Error('the package loaded no .node file');
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-nobody-'));

@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const { parse, withUsage, UsageError } = require('./args');
-const { PACKAGE_ROOT, triple, sourceBuildPath } = require('../platform');
+const { PACKAGE_ROOT, triple, sourceBuildPath } = require('../native/platform');
 
 const help = `usage: durable-workers build-addon [--debug]
 

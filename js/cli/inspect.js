@@ -1,6 +1,6 @@
 'use strict';
 // `durable-workers inspect <dir>`: what a durable directory holds, read from
-// its catalog by js/inspect.js. That takes the directory's lock like any
+// its catalog by js/tools/inspect.js. That takes the directory's lock like any
 // owner, so a directory a process is serving is refused (exit 3) rather than
 // read mid-write; the message says so, because "locked" alone reads like a
 // fault when it is the directory doing its job.
@@ -52,7 +52,7 @@ async function run(args, io) {
       return EXIT.NOT_DURABLE;
     }
 
-    const { inspect } = require('../inspect');
+    const { inspect } = require('../tools/inspect');
     let summary;
     try {
       summary = await inspect(dir, { alarms });

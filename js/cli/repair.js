@@ -1,6 +1,6 @@
 'use strict';
 // `durable-workers repair <dir>`: rebuilds a durable directory's catalog from
-// its worker files (js/repair.js). `open()` rebuilds a deleted catalog by
+// its worker files (js/tools/repair.js). `open()` rebuilds a deleted catalog by
 // itself; a damaged one stops `open()` with ERR_DURABLE_CORRUPT naming this
 // command, because moving a file aside is a person's decision. Like any
 // owner it takes the directory's lock, so a served directory is refused.
@@ -43,7 +43,7 @@ async function run(args, io) {
       io.stderr.write(`durable-workers repair: ${dir} is not a directory\n`);
       return EXIT.NOT_DIRECTORY;
     }
-    const { repair } = require('../repair');
+    const { repair } = require('../tools/repair');
     let report;
     try {
       report = await repair(dir);

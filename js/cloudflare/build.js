@@ -12,7 +12,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 const { PING_PATH, TOKEN_FILE } = require('./ready');
 
 /** The workerd release this package is tested against (package.json pins it exactly). */
@@ -49,7 +49,7 @@ const nodeBuiltins = {
  * workerd).
  */
 async function workerExports(file, esbuild) {
-  const { DurableWorker } = require('../worker');
+  const { DurableWorker } = require('../api/worker');
   try {
     const mod = await import(pathToFileURL(file).href);
     return Object.entries(mod)

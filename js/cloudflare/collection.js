@@ -1,13 +1,13 @@
 'use strict';
 // Collections inside workerd, over the object's SQLite database
 // (ctx.storage.sql), with the table shape and the query meaning of the Node
-// host (src/docs.rs, js/query.js):
+// host (src/docs.rs, js/collections/query.js):
 //
 //   "c_orders"(id TEXT PRIMARY KEY NOT NULL, tag INTEGER NOT NULL, doc BLOB NOT NULL, "f_status", "f_total")
 //   index "orders.status" ON "c_orders"("f_status", id)        one per field
 //   fields(collection, field, type, active)                    what each column holds
 //
-// Queries are planned by js/query.js itself (the same checks, errors and
+// Queries are planned by js/collections/query.js itself (the same checks, errors and
 // `scan: true` evaluator), then written as SQL here: null-aware $eq/$ne as
 // IS / IS NOT, code-point string order (SQLite's BINARY collation is UTF-8
 // byte order), ties by id in the order's direction.
@@ -17,9 +17,9 @@
 // and writes go straight to SQL inside the object's implicit transaction
 // (workerd's output gate holds the call's result until they are durable), so
 // there is no overlay of unlanded writes to merge.
-const { DurableError, codes } = require('../errors');
-const { toColumn, describe, WANT } = require('../schema');
-const { plan, evaluate } = require('../query');
+const { DurableError, codes } = require('../api/errors');
+const { toColumn, describe, WANT } = require('../collections/declarations');
+const { plan, evaluate } = require('../collections/query');
 const wire = require('./wire');
 const { utf8Length } = require('./size');
 
@@ -38,11 +38,11 @@ function bindable(v) {
 }
 
 /**
- * Creates or brings up to date the tables of `collections` (a js/schema.js
+ * Creates or brings up to date the tables of `collections` (a js/collections/declarations.js
  * declaration) and backfills newly declared fields from the stored documents.
  * Nothing is dropped: a field that left the declaration is marked inactive.
  * @param {SqlStorage} sql
- * @param {import('../schema').Collections} collections
+ * @param {import('../collections/declarations').Collections} collections
  */
 function ensureTables(sql, collections) {
   if (collections.list.length === 0) return;
@@ -97,7 +97,7 @@ class Collection {
   #who;
 
   /**
-   * @param {import('../schema').Decl} decl
+   * @param {import('../collections/declarations').Decl} decl
    * @param {SqlStorage} sql
    * @param {() => string} who
    */

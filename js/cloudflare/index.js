@@ -5,7 +5,7 @@
 // toDurableObject only explains itself; the Node-side tools are real:
 // buildWorkerd / startWorkerd (a local workerd), and cloudflareAdapter, the
 // Peek PlatformAdapter on workerd (./peek/adapter.js, docs/cloudflare.md).
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 const { hostOf, handleCall, isWorkerClass } = require('./runtime');
 const { buildWorkerd, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE } = require('./build');
 const { startWorkerd, freePort } = require('./process');

@@ -10,7 +10,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const { workerdBinary } = require('./build');
 const { PING_PATH, TOKEN_FILE } = require('./ready');
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 
 /** A free TCP port on 127.0.0.1 (free when asked; taken again by workerd right after). */
 function freePort() {

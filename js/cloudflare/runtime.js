@@ -16,9 +16,9 @@
 // detection along one call chain (ERR_DURABLE_CYCLE instead of a deadlock),
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
-const { DurableError, codes, label } = require('../errors');
-const { DurableWorker, construct, callableMethods } = require('../worker');
-const { declaredCollections } = require('../schema');
+const { DurableError, codes, label } = require('../api/errors');
+const { DurableWorker, construct, callableMethods } = require('../api/worker');
+const { declaredCollections } = require('../collections/declarations');
 const { CloudflareState } = require('./state');
 const { NamedAlarms, backoff } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
@@ -31,7 +31,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
  * node:async_hooks): every mailbox entry runs inside the chain of the call it
  * serves, and a stub reads it when it is called, not when it was made, so a
  * stub kept on `this` (made in start() or in an earlier call) carries the
- * chain of the call using it, as on Node (js/chain.js).
+ * chain of the call using it, as on Node (js/runtime/call-chain.js).
  */
 const chains = new AsyncLocalStorage();
 const currentChain = () => chains.getStore() ?? [];

@@ -12,7 +12,7 @@
 // integer), and a Latin-1 string V8 holds in two-byte form. A value that cannot be
 // cloned at all (a function, a symbol) is refused here by name; anything else
 // the platform will not clone is refused by the write itself.
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 
 /** Bytes of a base-128 varint. */
 function varintLen(n) {

@@ -6,7 +6,7 @@
 // ctx.setWebSocketAutoResponse), so they survive hibernation the way they
 // survive eviction on Node. A send needs no gate of ours: the platform's
 // output gate holds it until the writes before it are confirmed.
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 const { encodedSize } = require('./size');
 
 const MAX_ATTACHMENT = 16 * 1024;

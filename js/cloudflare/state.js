@@ -14,10 +14,10 @@
 // database's byte order (UTF-8 code points), where Node sorts UTF-16 units;
 // a transaction is ctx.storage.transaction, which rolls back key/value and
 // SQL writes together; a set of the value already stored is written again.
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 const { encodedSize, utf8Length } = require('./size');
 const { Collection, ensureTables } = require('./collection');
-const { noSuchCollection } = require('../schema');
+const { noSuchCollection } = require('../collections/declarations');
 
 const MAX_VALUE = 128 * 1024;
 const MAX_TOTAL = 1024 * 1024;
@@ -38,7 +38,7 @@ class CloudflareState {
   /**
    * @param {() => string} who names the worker in messages
    * @param {DurableObjectStorage} storage
-   * @param {import('../schema').Collections} collections
+   * @param {import('../collections/declarations').Collections} collections
    * @param {import('./alarms').NamedAlarms} alarms
    */
   constructor(who, storage, collections, alarms) {

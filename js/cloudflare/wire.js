@@ -9,7 +9,7 @@
 // RegExp, ArrayBuffer and typed arrays, Error (name, message, code, and other
 // own enumerable fields). Refuses functions, symbols and cycles (which a
 // structured clone would keep) with ERR_DURABLE_UNCLONEABLE.
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 
 /** The codec tag of a wire-encoded document (Node's V8 bytes are tag 1). */
 const TAG_WIRE = 2;

@@ -4,7 +4,7 @@
 // or a durable-workers code where one fits (a locked directory stays
 // ERR_DURABLE_LOCKED). Callers switch on `err.code`: errors cross process
 // boundaries here, and classes do not survive that, codes do.
-const { DurableError } = require('../errors');
+const { DurableError } = require('../api/errors');
 
 const codes = Object.freeze({
   /** A manifest field is missing or wrong; the message names the field. */

@@ -8,14 +8,14 @@
 // change, so the mirror can be rebuilt on any shard the worker moves to. A
 // send is output, gated on the owning worker's writes here, in the shard, then
 // handed to the host, which sends it at once.
-const { DurableError, codes } = require('../errors');
-const { TAG_V8, decode, clone, isPrimitive } = require('../codec');
-const { current } = require('../chain');
-const { makeStub } = require('../stub');
-const { label } = require('../errors');
-const { DurableWorker } = require('../worker');
+const { DurableError, codes } = require('../api/errors');
+const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
+const { current } = require('../runtime/call-chain');
+const { makeStub } = require('../api/stub');
+const { label } = require('../api/errors');
+const { DurableWorker } = require('../api/worker');
 const { SOCKET, isSocketMarker, deserializeError } = require('./protocol');
-const { encodeAttachment, checkTags } = require('../sockets');
+const { encodeAttachment, checkTags } = require('../sockets/websockets');
 
 const OPEN = 1;
 const CLOSED = 3;

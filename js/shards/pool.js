@@ -13,7 +13,7 @@
 // module that fails every start gives failing calls, not a restart loop.
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { DurableError, codes } = require('../errors');
+const { DurableError, codes } = require('../api/errors');
 const { shardOf } = require('./protocol');
 
 const RUNTIME = path.join(__dirname, 'runtime.js');

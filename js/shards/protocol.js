@@ -8,7 +8,7 @@
 // its code, a TypeError as a TypeError, a custom `status` kept), so errors
 // cross as a description and are rebuilt on the other side.
 const { Buffer } = require('node:buffer');
-const { DurableError } = require('../errors');
+const { DurableError } = require('../api/errors');
 
 const STANDARD = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 

@@ -14,10 +14,10 @@
 // Status, and what comes next: 'live' → 'failed' (its start or a commit
 // failed on the shard; queued calls are refused, then it closes) or
 // 'closing' → 'closed'. A lost shard is not a status: the next entry moves.
-const { Mailbox } = require('../mailbox');
-const { QueuedWorker } = require('../entries');
-const { DurableError, codes, fromNative, label } = require('../errors');
-const { waitAtMost, ORDER_WAIT_MS } = require('../live');
+const { Mailbox } = require('../runtime/mailbox');
+const { QueuedWorker } = require('../runtime/queued-worker');
+const { DurableError, codes, fromNative, label } = require('../api/errors');
+const { waitAtMost, ORDER_WAIT_MS } = require('../runtime/live');
 const { serializeError, deserializeError, buf } = require('./protocol');
 
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null, backfill: [] });

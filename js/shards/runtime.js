@@ -12,11 +12,11 @@
 // The shard speaks first: 'ready' is posted only once the module has loaded
 // and every handler below is installed.
 const { parentPort, workerData } = require('node:worker_threads');
-const { LiveWorker } = require('../live');
-const { Commits } = require('../commits');
-const { DurableWorker, callableMethods } = require('../worker');
-const { declaredCollections } = require('../schema');
-const { label } = require('../errors');
+const { LiveWorker } = require('../runtime/live');
+const { Commits } = require('../runtime/commits');
+const { DurableWorker, callableMethods } = require('../api/worker');
+const { declaredCollections } = require('../collections/declarations');
+const { label } = require('../api/errors');
 const { serializeError, deserializeError, buf } = require('./protocol');
 const { ShardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 

@@ -13,7 +13,7 @@ const { buildFromShape } = require('../api-shape');
 const { guardedFetch } = require('../node/guarded-fetch');
 const { makeRunContext } = require('../run-context');
 const { codes, peekError, toPlainError, fromPlainError } = require('../errors');
-const { codes: durableCodes } = require('../../errors');
+const { codes: durableCodes } = require('../../api/errors');
 
 const now = () => (typeof performance === 'object' ? (performance.timeOrigin ?? 0) + performance.now() : Date.now());
 

@@ -13,14 +13,14 @@
 //                that arrive meanwhile wait for it and then start a new
 //                instance. Next: 'closed'.
 const { Mailbox } = require('./mailbox');
-const { QueuedWorker } = require('./entries');
-const { DurableState } = require('./state');
-const { construct } = require('./worker');
-const { runIn, frameFor } = require('./chain');
-const { clone } = require('./codec');
-const { fromNative, label } = require('./errors');
-const { backfill } = require('./backfill');
-const { unpackRows } = require('./rows');
+const { QueuedWorker } = require('./queued-worker');
+const { DurableState } = require('../state/resident-state');
+const { construct } = require('../api/worker');
+const { runIn, frameFor } = require('./call-chain');
+const { clone } = require('../state/codec');
+const { fromNative, label } = require('../api/errors');
+const { backfill } = require('../collections/backfill');
+const { unpackRows } = require('../collections/result-rows');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });

@@ -8,9 +8,9 @@
 // is read whole, in one turn, never as a cursor held across the caller's
 // loop: a loop body that writes would otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes } = require('./errors');
-const { TAG_V8, encode, decode } = require('./codec');
-const { columnsOf } = require('./schema');
+const { DurableError, codes } = require('../api/errors');
+const { TAG_V8, encode, decode } = require('../state/codec');
+const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
 /** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
@@ -24,7 +24,7 @@ const MAX_ID = 2048;
  * @property {(coll: number, id: string, op: object | null) => void} write
  * @property {(coll: number, id: string) => object | null | undefined} lookup
  * @property {(coll: number) => object | undefined} overlay
- * @property {(coll: number) => import('./doc-layers').DocLayer} snapshot
+ * @property {(coll: number) => import('./uncommitted').DocLayer} snapshot
  * @property {(q: object) => Promise<{ ids: string[], tags: number[], docs: Buffer[], count: number }>} query
  */
 
@@ -34,7 +34,7 @@ class Collection {
   #store;
 
   /**
-   * @param {import('./schema').Decl} decl
+   * @param {import('./declarations').Decl} decl
    * @param {DocStore} store
    */
   constructor(decl, store) {

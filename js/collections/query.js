@@ -8,8 +8,8 @@
 // SQLite's: null sorts first and matches only `= null` / `!= v`; numbers sort
 // before strings; strings compare by code point (UTF-8 byte order); ties are
 // broken by id, in the same direction.
-const { DurableError, codes } = require('./errors');
-const { toColumn, describe, WANT, ValueWriter } = require('./schema');
+const { DurableError, codes } = require('../api/errors');
+const { toColumn, describe, WANT, ValueWriter } = require('./declarations');
 
 const OPS = Object.freeze({ $eq: 0, $ne: 1, $lt: 2, $lte: 3, $gt: 4, $gte: 5, $in: 6 });
 const EQ = 0;
@@ -30,7 +30,7 @@ function isPlainObject(v) {
 
 /**
  * Checks a query against collection `decl` and normalizes its values.
- * @param {import('./schema').Decl} decl
+ * @param {import('./declarations').Decl} decl
  * @param {{ where?: object, orderBy?: string | [string, 'asc' | 'desc'], limit?: number }} q
  * @param {{ scan: boolean, who: () => string }} opts
  * @returns {Plan}

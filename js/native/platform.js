@@ -6,7 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const PACKAGE_ROOT = path.join(__dirname, '..');
+const PACKAGE_ROOT = path.join(__dirname, '..', '..');
 
 /** Whether this process runs on musl rather than glibc. */
 function isMusl() {

@@ -13,10 +13,10 @@
 // A send is output: it waits for the owning worker's writes so far to commit,
 // and sends leave in the order they were made. An auto-response is answered
 // here, from the exact text of a message, without materializing anything.
-const { DurableError, codes } = require('./errors');
-const { TAG_V8, encode, decode } = require('./codec');
+const { DurableError, codes } = require('../api/errors');
+const { TAG_V8, encode, decode } = require('../state/codec');
 const { Buffer } = require('node:buffer');
-const { SOCKET, isSocketMarker, serializeError } = require('./shards/protocol');
+const { SOCKET, isSocketMarker, serializeError } = require('../shards/protocol');
 
 const MAX_ATTACHMENT = 16 * 1024;
 const MAX_TAGS = 10;

@@ -5,10 +5,10 @@
 // beside this one. When none loads, the error says which platform this is,
 // which prebuilt packages exist, and how to build one.
 const path = require('node:path');
-const { DurableError, codes } = require('./errors');
+const { DurableError, codes } = require('../api/errors');
 const { triple, sourceBuildPath, platformPackage, publishedTriples } = require('./platform');
 
-const { version } = require('../package.json');
+const { version } = require('../../package.json');
 
 /** Whether `err` means "there is nothing at this path", as opposed to "it is there and broken". */
 function isMissing(err) {

@@ -6,7 +6,7 @@
 // deleted catalog is rebuilt by `open()` itself; a damaged one needs this.
 const fs = require('node:fs');
 const path = require('node:path');
-const { fromNative } = require('./errors');
+const { fromNative } = require('../api/errors');
 
 /**
  * @param {string} dir
@@ -18,7 +18,7 @@ async function repair(dir, { durability = 'full' } = {}) {
   if (!fs.existsSync(abs) || !fs.statSync(abs).isDirectory()) {
     throw new TypeError(`repair(): ${abs} is not a directory`);
   }
-  const { repair: native } = require('./native');
+  const { repair: native } = require('../native/load');
   let r;
   try {
     r = await native(abs, durability);

@@ -17,7 +17,7 @@
 // A timeout was the alternative, and it turns a certain deadlock into an
 // occasional slow failure.
 const { AsyncLocalStorage } = require('node:async_hooks');
-const { DurableError, codes } = require('./errors');
+const { DurableError, codes } = require('../api/errors');
 
 /**
  * @typedef {object} Frame

@@ -5,7 +5,7 @@
 // bytes written by a newer build in a format this one does not know are refused
 // by name instead of being misread.
 const v8 = require('node:v8');
-const { DurableError, codes } = require('./errors');
+const { DurableError, codes } = require('../api/errors');
 
 /** The tag of V8 structured-clone bytes. */
 const TAG_V8 = 1;

@@ -3,18 +3,18 @@
 const { EventEmitter } = require('node:events');
 const { Buffer } = require('node:buffer');
 const { DurableError, codes, label, fromNative } = require('./errors');
-const { declaredCollections, nativeSpec } = require('./schema');
+const { declaredCollections, nativeSpec } = require('../collections/declarations');
 const { DurableWorker, callableMethods } = require('./worker');
-const { LiveWorker } = require('./live');
-const { QueuedWorker } = require('./entries');
+const { LiveWorker } = require('../runtime/live');
+const { QueuedWorker } = require('../runtime/queued-worker');
 const { makeStub } = require('./stub');
-const { current, frameFor, WaitGraph } = require('./chain');
-const { clone, isPrimitive } = require('./codec');
-const { AlarmScheduler } = require('./alarms');
-const { SocketRegistry, WebSocketHandle, isSocket } = require('./sockets');
-const { ShardPool } = require('./shards/pool');
-const { RemoteWorker, NO_GATE } = require('./shards/remote');
-const { serializeError, deserializeError, isSocketMarker } = require('./shards/protocol');
+const { current, frameFor, WaitGraph } = require('../runtime/call-chain');
+const { clone, isPrimitive } = require('../state/codec');
+const { AlarmScheduler } = require('../alarms/scheduler');
+const { SocketRegistry, WebSocketHandle, isSocket } = require('../sockets/websockets');
+const { ShardPool } = require('../shards/pool');
+const { RemoteWorker, NO_GATE } = require('../shards/remote');
+const { serializeError, deserializeError, isSocketMarker } = require('../shards/protocol');
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
 function isWorker(w) {

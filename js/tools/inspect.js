@@ -6,8 +6,8 @@
 // reads files mid-write).
 const fs = require('node:fs');
 const path = require('node:path');
-const { DurableError, codes, fromNative } = require('./errors');
-const { Commits } = require('./commits');
+const { DurableError, codes, fromNative } = require('../api/errors');
+const { Commits } = require('../runtime/commits');
 
 /** Bytes of every file under `dir` (sidecars included). */
 function bytesUnder(dir) {
@@ -38,7 +38,7 @@ async function inspect(dir, { alarms = 20 } = {}) {
   if (!fs.existsSync(path.join(abs, '_registry.db'))) {
     throw new DurableError(codes.CORRUPT, `${abs} is not a durable directory (it has no _registry.db)`);
   }
-  const { NativeHost } = require('./native');
+  const { NativeHost } = require('../native/load');
   const commits = new Commits();
   let native;
   try {

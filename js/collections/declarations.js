@@ -8,7 +8,7 @@
 // column that silently held null would make queries miss the document), and a
 // missing field is null.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes } = require('./errors');
+const { DurableError, codes } = require('../api/errors');
 
 const FIELD_TYPES = Object.freeze(['text', 'integer', 'real', 'boolean', 'date']);
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

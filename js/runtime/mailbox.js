@@ -4,7 +4,7 @@
 // "One at a time" is about running code, not about the disk: an entry is done
 // when its code has finished, and the next one starts while the previous one's
 // writes are still committing. Releasing results after the commit is the
-// gate's business (state.js), not the mailbox's.
+// gate's business (../state/resident-state.js), not the mailbox's.
 //
 // The queue is bounded: past `limit` waiting entries a push is refused, because
 // a queue that grows without limit is a failure hidden rather than reported.

@@ -6,17 +6,17 @@
 // runs on the worker's first wake after the declaration changed, before
 // start() and before any call, so nothing can query a half-filled column; the
 // whole fill is one transaction, so a crash leaves it to do again.
-const { decode } = require('./codec');
-const { toColumn, ValueWriter } = require('./schema');
-const { fromNative } = require('./errors');
-const { unpackRows } = require('./rows');
+const { decode } = require('../state/codec');
+const { toColumn, ValueWriter } = require('./declarations');
+const { fromNative } = require('../api/errors');
+const { unpackRows } = require('./result-rows');
 
 /** Documents read per trip while filling. */
 const PAGE = 1000;
 
 /**
  * @param {{ query: Function, backfill: Function }} native the worker's storage handle
- * @param {import('./schema').Collections} collections
+ * @param {import('./declarations').Collections} collections
  * @param {{ collection: number, fields: number[] }[]} needs
  * @param {string} who
  */

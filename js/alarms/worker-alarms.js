@@ -4,7 +4,7 @@
 // The worker's file is the truth; the catalog keeps an index entry per worker
 // (its earliest alarm) so the scheduler can find what is due without opening
 // every worker. No transaction spans the two files, so the order of writes is
-// the design (state.js runs it): the index moved earlier only, then the
+// the design (../state/resident-state.js runs it): the index moved earlier only, then the
 // worker's file, then the index set exactly. A crash anywhere leaves the index
 // early, never late; an early index costs one wake that finds nothing due and
 // puts the index right.

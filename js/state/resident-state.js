@@ -13,12 +13,12 @@
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes, fromNative } = require('./errors');
+const { DurableError, codes, fromNative } = require('../api/errors');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
-const { WorkerAlarms } = require('./alarm-state');
-const { DocLayer, merged, lookup } = require('./doc-layers');
-const { Collection } = require('./collection');
-const { NONE, noSuchCollection } = require('./schema');
+const { WorkerAlarms } = require('../alarms/worker-alarms');
+const { DocLayer, merged, lookup } = require('../collections/uncommitted');
+const { Collection } = require('../collections/collection');
+const { NONE, noSuchCollection } = require('../collections/declarations');
 
 // Test-only: kill this process between the writes of an alarm change, to
 // check that a crash anywhere in them leaves the index early, never late.
@@ -77,7 +77,7 @@ class DurableState {
   /** Collection writes waiting for the next commit, and those of the commit in flight. */
   #docPending = new DocLayer();
   #docInflight = null;
-  /** @type {import('./schema').Collections} */
+  /** @type {import('../collections/declarations').Collections} */
   #collections;
   /** @type {Map<string, Collection>} */
   #collectionHandles = new Map();
@@ -98,7 +98,7 @@ class DurableState {
    * @param {() => void} onDirty called when a write happens outside any call
    * @param {{ earlier(at: number): Promise<void>, exact(at: number | null): Promise<void>, wake(at: number): void }} [index]
    *   this worker's entry in the catalog's alarm index
-   * @param {import('./schema').Collections} [collections] the class's declared collections
+   * @param {import('../collections/declarations').Collections} [collections] the class's declared collections
    */
   constructor(who, native, onDirty, index = NO_INDEX, collections = NONE) {
     this.#who = who;
@@ -305,7 +305,7 @@ class DurableState {
     return this.#hasFile;
   }
 
-  /** @internal the worker's alarms, for firing them (live.js) */
+  /** @internal the worker's alarms, for firing them (../runtime/live.js) */
   get _alarms() {
     return this.#alarms;
   }
@@ -428,7 +428,7 @@ class DurableState {
     return [this.#docInflight, this.#docPending, ...this.#txns.map((t) => t.docs)];
   }
 
-  /** What a Collection needs of this state: see collection.js. */
+  /** What a Collection needs of this state: see ../collections/collection.js. */
   #docStore() {
     return {
       who: this.#who,
