@@ -2,6 +2,7 @@
 // The host's surface: ids, names, methods, delete, ids(), options, stubs.
 const test = require('ava');
 const fs = require('node:fs');
+const path = require('node:path');
 const { open, DurableWorker, DurableError } = require('..');
 const { tmpDir } = require('./helpers/tmp');
 
@@ -125,6 +126,15 @@ test('open() validates its options with messages naming the option', async (t) =
   await t.throwsAsync(open({ dir: '' }), { instanceOf: TypeError, message: /dir/ });
   await t.throwsAsync(open({ dir: tmpDir(t), maxLive: 0 }), { instanceOf: RangeError, message: /maxLive/ });
   await t.throwsAsync(open({ dir: tmpDir(t), durability: 'sometimes' }), { instanceOf: RangeError, message: /durability/ });
+});
+
+test('open() refuses an option it does not know, naming it and the nearest it does, and opens nothing', async (t) => {
+  const dir = path.join(tmpDir(t), 'never');
+  await t.throwsAsync(open({ dir, maxlive: 10 }), { instanceOf: TypeError, message: /unknown option maxlive: did you mean maxLive\?/ });
+  await t.throwsAsync(open({ dir, evictAfterMs: 1000 }), { instanceOf: TypeError, message: /unknown option evictAfterMs: did you mean evictAfter\?/ });
+  await t.throwsAsync(open({ dir, banana: 1 }), { instanceOf: TypeError, message: /unknown option banana \(the options are dir, maxLive, evictAfter, mailbox, alarmPoll, durability, shards\)$/ });
+  await t.throwsAsync(open({ dir, shards: { count: 1, module: 'x.js', heartbeat: 5 } }), { instanceOf: TypeError, message: /unknown option shards\.heartbeat: did you mean shards\.heartbeatMs\?/ });
+  t.false(fs.existsSync(dir), 'nothing was created');
 });
 
 test('relaxed durability commits without syncs and keeps the data', async (t) => {

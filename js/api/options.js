@@ -11,6 +11,35 @@ const DEFAULTS = Object.freeze({
   durability: 'full',
 });
 
+const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards']);
+const SHARD_OPTIONS = Object.freeze(['count', 'module', 'memoryMb', 'heartbeatMs', 'missedHeartbeats', 'startTimeoutMs']);
+
+/** Edit distance, case-insensitive: `maxlive` is one step from nothing, `evictAfterMs` two from `evictAfter`. */
+function distance(a, b) {
+  a = a.toLowerCase();
+  b = b.toLowerCase();
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/**
+ * Refuses an option open() does not know (a misspelt option silently
+ * ignored would leave its default in force), naming the nearest one.
+ */
+function refuseUnknown(given, known, where) {
+  for (const key of Object.keys(given)) {
+    if (known.includes(key)) continue;
+    const near = known.map((k) => [k, distance(key, k)]).sort((x, y) => x[1] - y[1])[0];
+    const hint = near[1] <= Math.max(2, Math.floor(near[0].length / 3)) || near[0].toLowerCase().startsWith(key.toLowerCase()) || key.toLowerCase().startsWith(near[0].toLowerCase()) ? `: did you mean ${where}${near[0]}?` : '';
+    throw new TypeError(`open(): unknown option ${where}${key}${hint} (the options are ${known.join(', ')})`);
+  }
+}
+
 function positiveInt(name, v, { min = 1 } = {}) {
   if (!Number.isInteger(v) || v < min) {
     throw new RangeError(`open(): ${name} must be an integer ≥ ${min}, got ${String(v)}`);
@@ -26,6 +55,7 @@ function validate(options) {
   if (options === null || typeof options !== 'object') {
     throw new TypeError('open(options): options must be an object with at least { dir }');
   }
+  refuseUnknown(options, OPTIONS, '');
   const o = { ...DEFAULTS, ...options };
   if (typeof o.dir !== 'string' || o.dir.length === 0) {
     throw new TypeError('open(): dir must be a non-empty string, the directory this process will own');
@@ -52,6 +82,7 @@ function shards(s) {
   if (s === null || typeof s !== 'object') {
     throw new TypeError('open(): shards must be an object { count, module } (the module exporting the worker classes to run on worker threads)');
   }
+  refuseUnknown(s, SHARD_OPTIONS, 'shards.');
   const o = { ...SHARD_DEFAULTS, ...s };
   positiveInt('shards.count', o.count);
   if (typeof o.module !== 'string' || o.module.length === 0) {
