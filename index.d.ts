@@ -65,7 +65,8 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_TYPE'
   | 'ERR_DURABLE_CLOSED'
   | 'ERR_DURABLE_IO'
-  | 'ERR_DURABLE_NO_ADDON';
+  | 'ERR_DURABLE_NO_ADDON'
+  | 'ERR_DURABLE_INTERNAL';
 
 /** The codes, by short name. */
 export const codes: Readonly<{
@@ -85,6 +86,7 @@ export const codes: Readonly<{
   CLOSED: 'ERR_DURABLE_CLOSED';
   IO: 'ERR_DURABLE_IO';
   NO_ADDON: 'ERR_DURABLE_NO_ADDON';
+  INTERNAL: 'ERR_DURABLE_INTERNAL';
 }>;
 
 /** Every error this package throws. Switch on `code`, not on the class. */

@@ -156,3 +156,15 @@ test('the ESM entry exports the same objects', async (t) => {
   t.is(esm.DurableWorker, cjs.DurableWorker);
   t.is(esm.DurableError, cjs.DurableError);
 });
+
+test('an error from the native core keeps its code; one with a code the package does not define is ERR_DURABLE_INTERNAL, never ERR_DURABLE_IO', (t) => {
+  const { fromNative } = require('../js/api/errors');
+  const disk = fromNative(Object.assign(new Error('disk full'), { code: 'ERR_DURABLE_IO' }), 'Cart "a"');
+  t.is(disk.code, 'ERR_DURABLE_IO');
+  t.is(disk.message, 'Cart "a": disk full');
+  for (const code of ['InvalidArg', 'ERR_INVALID_ARG_VALUE', 'ERR_DURABLE_SOMETHING_NEW', undefined]) {
+    const e = fromNative(Object.assign(new Error('expected a number'), { code }), 'Cart "a"');
+    t.is(e.code, 'ERR_DURABLE_INTERNAL', String(code));
+    t.regex(e.message, /^Cart "a": expected a number \(an internal failure.*please report it\)$/);
+  }
+});

@@ -21,6 +21,8 @@ const codes = Object.freeze({
   CLOSED: 'ERR_DURABLE_CLOSED',
   IO: 'ERR_DURABLE_IO',
   NO_ADDON: 'ERR_DURABLE_NO_ADDON',
+  /** A failure inside the package itself (a broken contract between JS and the native core, a panic): a bug to report, never the disk. */
+  INTERNAL: 'ERR_DURABLE_INTERNAL',
 });
 
 class DurableError extends Error {
@@ -42,15 +44,26 @@ function label(className, id) {
   return `${className} ${JSON.stringify(shown)}`;
 }
 
+const KNOWN = new Set(Object.values(codes));
+
 /**
  * Wraps an error from the native core, keeping its code, naming the worker.
+ * A code the package does not define (napi's own for an argument it could
+ * not convert, a panic's) is an internal failure: ERR_DURABLE_INTERNAL,
+ * never dressed as the disk's.
  * @param {any} err
  * @param {string} who a `label()`
  */
 function fromNative(err, who) {
   if (err instanceof DurableError) return err;
-  const code = typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_') ? err.code : codes.IO;
-  return new DurableError(code, `${who}: ${err?.message ?? String(err)}`, { cause: err });
+  const code = nativeCode(err);
+  const what = code === codes.INTERNAL ? ` (an internal failure${typeof err?.code === 'string' ? `, native code ${err.code}` : ''}: please report it)` : '';
+  return new DurableError(code, `${who}: ${err?.message ?? String(err)}${what}`, { cause: err });
 }
 
-module.exports = { DurableError, codes, label, fromNative };
+/** The package's code for an error from the native core: its own when it is one of `codes`, else ERR_DURABLE_INTERNAL. */
+function nativeCode(err) {
+  return typeof err?.code === 'string' && KNOWN.has(err.code) ? err.code : codes.INTERNAL;
+}
+
+module.exports = { DurableError, codes, label, fromNative, nativeCode };

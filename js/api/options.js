@@ -35,7 +35,10 @@ function refuseUnknown(given, known, where) {
   for (const key of Object.keys(given)) {
     if (known.includes(key)) continue;
     const near = known.map((k) => [k, distance(key, k)]).sort((x, y) => x[1] - y[1])[0];
-    const hint = near[1] <= Math.max(2, Math.floor(near[0].length / 3)) || near[0].toLowerCase().startsWith(key.toLowerCase()) || key.toLowerCase().startsWith(near[0].toLowerCase()) ? `: did you mean ${where}${near[0]}?` : '';
+    const hint =
+      near[1] <= Math.max(2, Math.floor(near[0].length / 3)) || near[0].toLowerCase().startsWith(key.toLowerCase()) || key.toLowerCase().startsWith(near[0].toLowerCase())
+        ? `: did you mean ${where}${near[0]}?`
+        : '';
     throw new TypeError(`open(): unknown option ${where}${key}${hint} (the options are ${known.join(', ')})`);
   }
 }

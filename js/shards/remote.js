@@ -16,7 +16,7 @@
 // 'closing' → 'closed'. A lost shard is not a status: the next entry moves.
 const { Mailbox } = require('../runtime/mailbox');
 const { QueuedWorker } = require('../runtime/queued-worker');
-const { DurableError, codes, fromNative, label } = require('../api/errors');
+const { DurableError, codes, fromNative, label, nativeCode } = require('../api/errors');
 const { waitAtMost, ORDER_WAIT_MS } = require('../runtime/live');
 const { serializeError, deserializeError, buf } = require('./protocol');
 
@@ -236,7 +236,7 @@ class RemoteWorker extends QueuedWorker {
             if (msg.op === 'closeFile' && this.#native === n) this.#native = null;
             shard.post({ op: 'done', cid: msg.cid, code: '', message: '' });
           },
-          (err) => shard.post({ op: 'done', cid: msg.cid, code: err.code ?? codes.IO, message: err.message }),
+          (err) => shard.post({ op: 'done', cid: msg.cid, code: nativeCode(err), message: err.message }),
         );
         return;
       }
