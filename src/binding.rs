@@ -29,18 +29,17 @@ use crate::store::{Alarm, Batch, Page, Row};
 
 /// Builds the JS error for `e`: an `Error` whose `code` is the stable code.
 /// napi-rs would put its own status in `code`, so the object is made here.
-fn js_error(env: &Env, code: &str, message: &str) -> napi::Error {
+/// A JS error carrying the error's stable code: `Error` is the only source of
+/// the codes that cross napi.
+fn to_js(env: &Env, e: &Error) -> napi::Error {
+    let message = e.to_string();
     let build = || -> napi::Result<napi::Error> {
         let mut obj =
-            env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
-        obj.set_named_property("code", code)?;
+            env.create_error(napi::Error::new(Status::GenericFailure, message.clone()))?;
+        obj.set_named_property("code", e.code())?;
         Ok(napi::Error::from(obj.to_unknown()))
     };
-    build().unwrap_or_else(|e| e)
-}
-
-fn to_js(env: &Env, e: &Error) -> napi::Error {
-    js_error(env, e.code(), &e.to_string())
+    build().unwrap_or_else(|err| err)
 }
 
 /// A promise settled on the JS thread: `fut` runs on tokio, its error becomes
@@ -66,10 +65,8 @@ where
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
-        Err(e) => Err(Error::Shared {
-            context: "storage task".into(),
-            detail: e.to_string(),
-        }),
+        // The task panicked (or was cancelled): a bug, not the disk.
+        Err(e) => Err(Error::internal(format!("storage task: {e}"))),
     }
 }
 
@@ -287,8 +284,9 @@ pub struct Changes {
     pub docs: Option<DocChangesJs>,
 }
 
+/// The JS side sent what it should have checked first: an internal failure.
 fn invalid(env: &Env, message: &str) -> napi::Error {
-    js_error(env, "ERR_INVALID_ARG_VALUE", message)
+    to_js(env, &Error::internal(message))
 }
 
 /// Checks collection changes against the worker's schema and decodes them.
@@ -358,9 +356,8 @@ fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Result<Batch>
         || alarms.names.len() != alarms.attempts.len()
         || alarms.names.len() != alarms.scheduled.len()
     {
-        return Err(js_error(
+        return Err(invalid(
             env,
-            "ERR_INVALID_ARG_VALUE",
             "keys, tags and values (or alarm names, times and attempts) differ in length",
         ));
     }
@@ -584,13 +581,8 @@ impl NativeHost {
         options: HostOptions,
         on_done: DoneFn,
     ) -> napi::Result<NativeHost> {
-        let durability = Durability::parse(&options.durability).ok_or_else(|| {
-            js_error(
-                env,
-                "ERR_INVALID_ARG_VALUE",
-                &format!("unknown durability {:?}", options.durability),
-            )
-        })?;
+        let durability = Durability::parse(&options.durability)
+            .ok_or_else(|| invalid(env, &format!("unknown durability {:?}", options.durability)))?;
         let engine = Engine::open(&PathBuf::from(dir), durability).map_err(|e| to_js(env, &e))?;
         let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
         let committer =
@@ -618,13 +610,14 @@ impl NativeHost {
         let mut schema = Schema::default();
         for spec in collections {
             let bad = || {
-                js_error(
+                to_js(
                     env,
-                    "ERR_DURABLE_NAME",
-                    &format!(
-                        "{class_name}: collection {:?} is not a usable declaration (names match [A-Za-z_][A-Za-z0-9_]{{0,63}}, types are text, integer, real, boolean or date)",
-                        spec.name
-                    ),
+                    &Error::Name {
+                        detail: format!(
+                            "{class_name}: collection {:?} is not a usable declaration (names match [A-Za-z_][A-Za-z0-9_]{{0,63}}, types are text, integer, real, boolean or date)",
+                            spec.name
+                        ),
+                    },
                 )
             };
             if spec.fields.len() != spec.types.len() {
@@ -894,10 +887,9 @@ impl NativeWorker {
             // A panic must not unwind out of the commit thread.
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op))
                 .unwrap_or_else(|_| {
-                    Err(Error::Shared {
-                        context: "storage".into(),
-                        detail: "the storage core panicked; the operation did not happen".into(),
-                    })
+                    Err(Error::internal(
+                        "the storage core panicked; the operation did not happen",
+                    ))
                 });
             let (code, message) = match outcome {
                 Ok(()) => (String::new(), String::new()),
@@ -1053,13 +1045,8 @@ pub fn repair<'env>(
     dir: String,
     durability: String,
 ) -> napi::Result<PromiseRaw<'env, RepairReport>> {
-    let durability = Durability::parse(&durability).ok_or_else(|| {
-        js_error(
-            env,
-            "ERR_INVALID_ARG_VALUE",
-            &format!("unknown durability {durability:?}"),
-        )
-    })?;
+    let durability = Durability::parse(&durability)
+        .ok_or_else(|| invalid(env, &format!("unknown durability {durability:?}")))?;
     let fut = blocking(move || crate::repair::repair(std::path::Path::new(&dir), durability));
     promise(env, fut, |r| RepairReport {
         workers: r.workers as f64,

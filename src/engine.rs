@@ -321,3 +321,133 @@ impl Worker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Row;
+
+    fn engine(dir: &Path) -> Result<Arc<Engine>> {
+        Ok(Arc::new(Engine::open(dir, Durability::Full)?))
+    }
+
+    fn set(key: &str, v: &[u8]) -> Batch {
+        Batch {
+            sets: vec![Row {
+                key: key.into(),
+                tag: 1,
+                value: v.to_vec(),
+            }],
+            ..Batch::default()
+        }
+    }
+
+    fn state(w: &Worker) -> &'static str {
+        match &*w.file.lock() {
+            FileState::Unopened => "unopened",
+            FileState::Absent => "absent",
+            FileState::Made => "made",
+            FileState::Open(_) => "open",
+            FileState::Closed => "closed",
+        }
+    }
+
+    #[test]
+    fn a_worker_goes_unopened_absent_made_open_and_its_data_survives_a_new_handle() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "a".into());
+        assert_eq!(state(&w), "unopened");
+        assert!(w.needs_file());
+        assert_eq!(w.load()?, Page::default());
+        assert_eq!(state(&w), "absent");
+        assert!(w.needs_file(), "a worker only read has no file yet");
+        assert!(!w.path().exists());
+        // A read without a file runs against an empty database.
+        assert_eq!(
+            w.read(|c, _| c.query_row("SELECT 41 + 1", [], |r| r.get::<_, i64>(0)))?,
+            42
+        );
+        w.write(&set("x", b"1"))?;
+        assert_eq!(state(&w), "made");
+        assert!(!w.needs_file());
+        assert!(w.path().exists());
+        // Loading again hands back nothing: the caller already holds the state.
+        assert_eq!(w.load()?, Page::default());
+        w.write(&set("y", b"2"))?;
+        assert_eq!(state(&w), "open");
+        w.close()?;
+        assert_eq!(state(&w), "closed");
+
+        let again = Worker::new(e.clone(), "Cart".into(), "a".into());
+        let page = again.load()?;
+        assert_eq!(state(&again), "open");
+        let keys: Vec<_> = page.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["x", "y"]);
+        again.close()?;
+        e.close();
+        Ok(())
+    }
+
+    #[test]
+    fn an_empty_batch_creates_a_file_only_for_a_worker_that_has_none() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "empty".into());
+        w.write(&Batch::default())?;
+        assert_eq!(
+            state(&w),
+            "made",
+            "the first write, even empty, makes the file"
+        );
+        assert!(w.path().exists());
+        let commits = e.counters.commits.load(Ordering::Relaxed);
+        w.write(&Batch::default())?;
+        assert_eq!(
+            e.counters.commits.load(Ordering::Relaxed),
+            commits,
+            "a later empty batch is no commit"
+        );
+        w.close()?;
+        e.close();
+        Ok(())
+    }
+
+    #[test]
+    fn after_close_every_operation_is_closed_and_remove_file_says_whether_there_was_one(
+    ) -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "b".into());
+        w.write(&set("x", b"1"))?;
+        w.close()?;
+        for r in [
+            w.load().map(|_| ()),
+            w.write(&set("x", b"2")),
+            w.read(|_, _| Ok(())),
+            w.backfill(0, &[], &[], &[]),
+        ] {
+            assert!(matches!(r, Err(Error::Closed)), "{r:?}");
+        }
+        let fresh = Worker::new(e.clone(), "Cart".into(), "b".into());
+        assert!(fresh.remove_file()?, "the file was there");
+        assert!(!fresh.path().exists());
+        let none = Worker::new(e.clone(), "Cart".into(), "never".into());
+        assert!(!none.remove_file()?);
+        // A closed engine refuses before touching a file.
+        e.close();
+        let late = Worker::new(e.clone(), "Cart".into(), "c".into());
+        assert!(matches!(late.load(), Err(Error::Closed)));
+        Ok(())
+    }
+
+    #[test]
+    fn a_backfill_is_refused_unless_the_file_is_loaded() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "d".into());
+        assert!(matches!(w.backfill(0, &[], &[], &[]), Err(Error::Closed)));
+        e.close();
+        Ok(())
+    }
+}

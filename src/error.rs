@@ -29,6 +29,13 @@ pub enum Error {
     /// A failure shared by several callers (one catalog commit answers many),
     /// kept as its message.
     Shared { context: String, detail: String },
+    /// A name the caller chose (a collection or field declaration) that the
+    /// storage cannot use.
+    Name { detail: String },
+    /// The JS side broke the contract of a call (arrays of different lengths,
+    /// a value it should have checked first): a bug in the package, not the
+    /// disk's doing nor the user's.
+    Internal { detail: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -41,6 +48,14 @@ impl Error {
             Error::Corrupt { .. } => "ERR_DURABLE_CORRUPT",
             Error::Closed => "ERR_DURABLE_CLOSED",
             Error::Io { .. } | Error::Sqlite { .. } | Error::Shared { .. } => "ERR_DURABLE_IO",
+            Error::Name { .. } => "ERR_DURABLE_NAME",
+            Error::Internal { .. } => "ERR_DURABLE_INTERNAL",
+        }
+    }
+
+    pub(crate) fn internal(detail: impl Into<String>) -> Self {
+        Error::Internal {
+            detail: detail.into(),
         }
     }
 
@@ -87,6 +102,8 @@ impl fmt::Display for Error {
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Sqlite { context, source } => write!(f, "{context}: {source}"),
             Error::Shared { context, detail } => write!(f, "{context}: {detail}"),
+            Error::Name { detail } => write!(f, "{detail}"),
+            Error::Internal { detail } => write!(f, "internal error: {detail}"),
         }
     }
 }
@@ -98,5 +115,29 @@ impl std::error::Error for Error {
             Error::Sqlite { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_its_code_and_only_the_disk_is_io() {
+        let io = Error::io("write", std::io::Error::other("disk full"));
+        assert_eq!(io.code(), "ERR_DURABLE_IO");
+        assert_eq!(
+            Error::internal("arrays differ").code(),
+            "ERR_DURABLE_INTERNAL"
+        );
+        assert_eq!(
+            Error::internal("arrays differ").to_string(),
+            "internal error: arrays differ"
+        );
+        let name = Error::Name {
+            detail: "bad".into(),
+        };
+        assert_eq!(name.code(), "ERR_DURABLE_NAME");
+        assert_eq!(Error::Closed.code(), "ERR_DURABLE_CLOSED");
     }
 }

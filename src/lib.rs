@@ -7,7 +7,8 @@
 //! a worker's file holds its id and is refused under any other.
 //!
 //! How: every worker is its own SQLite file (WAL, exclusive locking), written
-//! one batch per transaction on tokio's blocking pool; the catalog of what
+//! one batch per transaction on the commit threads ([`committer`]; reads,
+//! opens and closes run on tokio's blocking pool); the catalog of what
 //! exists is one connection on one thread, fed by a queue whose waiting
 //! statements commit together; the live set decides which open workers to close
 //! when work arrives, with no timer of its own.
@@ -18,7 +19,9 @@
 //!
 //! Layout: [`layout`] paths, [`store`] a worker file, [`docs`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
-//! [`binding`] the napi surface.
+//! [`committer`] the commit threads, [`sqlite`] connection settings,
+//! [`repair`] rebuilding a catalog from worker files, [`error`] the one error
+//! type and its codes, [`binding`] the napi surface.
 
 pub mod binding;
 pub mod catalog;
