@@ -1,8 +1,8 @@
 'use strict';
 // The host: one open durable directory, the workers in it, and the calls to them.
 const { EventEmitter } = require('node:events');
-const { Buffer } = require('node:buffer');
 const { DurableError, codes, label, fromNative } = require('./errors');
+const { CLASS_NAME, checkWorkerId, describe } = require('./rules');
 const { declaredCollections, nativeSpec } = require('../collections/declarations');
 const { DurableWorker, callableMethods } = require('./worker');
 const { LiveWorker } = require('../runtime/live');
@@ -21,8 +21,6 @@ function isWorker(w) {
   return w instanceof QueuedWorker;
 }
 
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const MAX_ID = 2048;
 const IDS_PAGE = 256;
 
 class Host extends EventEmitter {
@@ -103,7 +101,7 @@ class Host extends EventEmitter {
    */
   get(Class, id) {
     const binding = this.#bind(Class);
-    checkId(binding.name, id);
+    checkWorkerId(binding.name, id);
     const who = label(binding.name, id);
     return makeStub((method, args) => this.#call(binding, id, who, method, args), who);
   }
@@ -115,7 +113,7 @@ class Host extends EventEmitter {
   async delete(Class, id) {
     this.#checkOpen();
     const binding = this.#bind(Class);
-    checkId(binding.name, id);
+    checkWorkerId(binding.name, id);
     const key = keyOf(binding.name, id);
     for (;;) {
       const w = this.#live.get(key);
@@ -384,7 +382,7 @@ class Host extends EventEmitter {
         throw new DurableError(codes.NAME, `${label(className, String(id))}: class ${className} is not known to this host; call host.get(${className}, …) once, or export it from the shard module`);
       }
       const binding = this.#bind(Class);
-      checkId(binding.name, id);
+      checkWorkerId(binding.name, id);
       const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE } };
       const real = args.map((a) => (isSocketMarker(a) ? this.#sockets.fromMarker(a) : a));
       p = this.#call(binding, id, label(binding.name, id), method, real, caller);
@@ -474,7 +472,7 @@ class Host extends EventEmitter {
       throw new DurableError(codes.NAME, `${describe(Class)} is not a class extending DurableWorker`);
     }
     const name = nameOf(Class);
-    if (typeof name !== 'string' || !NAME.test(name)) {
+    if (typeof name !== 'string' || !CLASS_NAME.test(name)) {
       throw new DurableError(codes.NAME, `worker class name ${JSON.stringify(name)} is not usable on disk: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`);
     }
     const other = this.#names.get(name);
@@ -550,18 +548,6 @@ function keyOf(name, id) {
   return `${name}\u0000${id}`;
 }
 
-function checkId(name, id) {
-  if (typeof id !== 'string' || id.length === 0) {
-    throw new DurableError(codes.ID, `${name}: an id must be a non-empty string, got ${id === '' ? 'an empty string' : describe(id)}`);
-  }
-  if (!id.isWellFormed()) {
-    throw new DurableError(codes.ID, `${label(name, id)}: the id holds a lone surrogate and has no UTF-8 form`);
-  }
-  if (id.length * 3 > MAX_ID && Buffer.byteLength(id) > MAX_ID) {
-    throw new DurableError(codes.ID, `${label(name, id)}: an id may be at most ${MAX_ID} bytes of UTF-8 (got ${Buffer.byteLength(id)})`);
-  }
-}
-
 /**
  * Arguments cross as a structured clone; all-primitive arguments are their
  * own; a WebSocket crosses as its handle, the very socket, not a copy.
@@ -585,12 +571,6 @@ function methodError(binding, who, method) {
 
 function closedError(who) {
   return new DurableError(codes.CLOSED, `${who}: the host is closed`);
-}
-
-function describe(v) {
-  if (typeof v === 'function') return v.name ? `function ${v.name}` : 'an anonymous function';
-  if (v === null) return 'null';
-  return typeof v === 'string' ? JSON.stringify(v) : typeof v;
 }
 
 module.exports = { Host };

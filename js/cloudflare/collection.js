@@ -18,13 +18,12 @@
 // (workerd's output gate holds the call's result until they are durable), so
 // there is no overlay of unlanded writes to merge.
 const { DurableError, codes } = require('../api/errors');
+const { checkDocumentId } = require('../api/rules');
 const { toColumn, describe, WANT } = require('../collections/declarations');
 const { plan, evaluate } = require('../collections/query');
 const wire = require('./wire');
-const { utf8Length } = require('./size');
 
 const MAX_DOC = 1024 * 1024;
-const MAX_ID = 2048;
 const FIELDS_DDL = 'CREATE TABLE IF NOT EXISTS fields(collection TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL, active INTEGER NOT NULL, PRIMARY KEY(collection, field)) WITHOUT ROWID';
 
 const table = (name) => `"c_${name}"`;
@@ -224,9 +223,7 @@ class Collection {
   }
 
   #checkId(id) {
-    if (typeof id !== 'string') throw new DurableError(codes.ID, `${this.#who()}: a document id in collection ${this.#decl.name} must be a string, got ${typeof id}`);
-    if (!id.isWellFormed()) throw new DurableError(codes.ID, `${this.#who()}: document id ${JSON.stringify(id)} holds a lone surrogate and cannot be stored as UTF-8`);
-    if (utf8Length(id) > MAX_ID) throw new DurableError(codes.ID, `${this.#who()}: a document id may be at most ${MAX_ID} bytes of UTF-8 (got ${utf8Length(id)})`);
+    checkDocumentId(this.#who(), this.#decl.name, id);
   }
 }
 

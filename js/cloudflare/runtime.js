@@ -17,12 +17,13 @@
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
 const { DurableError, codes, label } = require('../api/errors');
+const { CLASS_NAME, checkWorkerId } = require('../api/rules');
 const { DurableWorker, construct, callableMethods } = require('../api/worker');
 const { declaredCollections } = require('../collections/declarations');
 const { CloudflareState } = require('./state');
 const { NamedAlarms, backoff } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
-const { utf8Length, encodedSize } = require('./size');
+const { encodedSize } = require('./size');
 const wire = require('./wire');
 const { AsyncLocalStorage } = require('node:async_hooks');
 
@@ -37,8 +38,6 @@ const chains = new AsyncLocalStorage();
 const currentChain = () => chains.getStore() ?? [];
 
 const MAILBOX = 1024;
-const MAX_ID = 2048;
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Names the Durable Object itself answers to: a worker method by one of these names cannot be mapped. */
 const RESERVED = new Set(['fetch', '__call', '__deleteAll', '__connect']);
 const CALL_HEADER = 'x-durable-workers-call';
@@ -46,14 +45,6 @@ const CALL_HEADER = 'x-durable-workers-call';
 /** Class → { name, binding } for every class made into a Durable Object here. */
 const registry = new Map();
 const RT = Symbol('durable-workers runtime');
-
-function checkId(name, id) {
-  if (typeof id !== 'string' || id.length === 0) {
-    throw new DurableError(codes.ID, `${name}: an id must be a non-empty string, got ${id === '' ? 'an empty string' : typeof id}`);
-  }
-  if (!id.isWellFormed()) throw new DurableError(codes.ID, `${label(name, id)}: the id holds a lone surrogate and has no UTF-8 form`);
-  if (utf8Length(id) > MAX_ID) throw new DurableError(codes.ID, `${label(name, id)}: an id may be at most ${MAX_ID} bytes of UTF-8 (got ${utf8Length(id)})`);
-}
 
 function isWorkerClass(C) {
   return typeof C === 'function' && C.prototype instanceof DurableWorker;
@@ -110,7 +101,7 @@ function cloneError(err, who, method) {
  */
 function stubFor(env, Class, id, chainOf) {
   const { name, binding } = entryOf(Class);
-  checkId(name, id);
+  checkWorkerId(name, id);
   const ns = env[binding];
   if (ns === undefined || typeof ns.idFromName !== 'function') {
     throw new DurableError(codes.NAME, `${name}: the Worker has no Durable Object binding ${binding} (a durableObjectNamespace binding named ${binding} is needed)`);
@@ -384,7 +375,7 @@ function makeToDurableObject(Base) {
       throw new DurableError(codes.NAME, `toDurableObject(Class): ${Class?.name ?? String(Class)} is not a class extending DurableWorker`);
     }
     const name = Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
-    if (typeof name !== 'string' || !NAME.test(name)) {
+    if (typeof name !== 'string' || !CLASS_NAME.test(name)) {
       throw new DurableError(codes.NAME, `worker class name ${JSON.stringify(name)} is not usable: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`);
     }
     const methods = callableMethods(Class);
@@ -476,7 +467,7 @@ function hostOf(env) {
      */
     async connect(Class, id, method, request, ...args) {
       const { name, binding } = entryOf(Class);
-      checkId(name, id);
+      checkWorkerId(name, id);
       if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return new Response('expected a WebSocket upgrade', { status: 426 });
       const headers = new Headers(request.headers);
       headers.set(CALL_HEADER, wire.encode({ method, args, chain: [], id }));
@@ -485,7 +476,7 @@ function hostOf(env) {
     },
     async delete(Class, id) {
       const { name, binding } = entryOf(Class);
-      checkId(name, id);
+      checkWorkerId(name, id);
       const ns = env[binding];
       return ns.get(ns.idFromName(id)).__deleteAll(id);
     },

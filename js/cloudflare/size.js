@@ -123,19 +123,4 @@ function encodedSize(value, where, why = 'the value cannot be stored') {
   return 2 + visit(value);
 }
 
-/** The UTF-8 length of a string, without Buffer. */
-function utf8Length(s) {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
-
-module.exports = { encodedSize, utf8Length };
+module.exports = { encodedSize };

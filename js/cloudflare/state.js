@@ -15,13 +15,13 @@
 // a transaction is ctx.storage.transaction, which rolls back key/value and
 // SQL writes together; a set of the value already stored is written again.
 const { DurableError, codes } = require('../api/errors');
-const { encodedSize, utf8Length } = require('./size');
+const { checkKey, checkAlarmName, utf8Length } = require('../api/rules');
+const { encodedSize } = require('./size');
 const { Collection, ensureTables } = require('./collection');
 const { noSuchCollection } = require('../collections/declarations');
 
 const MAX_VALUE = 128 * 1024;
 const MAX_TOTAL = 1024 * 1024;
-const MAX_KEY = 2048;
 
 class CloudflareState {
   #who;
@@ -208,15 +208,11 @@ class CloudflareState {
   }
 
   #checkAlarmName(name) {
-    if (typeof name !== 'string' || !name.isWellFormed() || utf8Length(name) > MAX_KEY) {
-      throw new DurableError(codes.NAME, `${this.#who()}: an alarm name is a string of at most ${MAX_KEY} bytes of UTF-8`);
-    }
+    checkAlarmName(this.#who(), name);
   }
 
   #checkKey(key) {
-    if (typeof key !== 'string') throw new DurableError(codes.NAME, `${this.#who()}: a key must be a string, got ${typeof key}`);
-    if (!key.isWellFormed()) throw new DurableError(codes.NAME, `${this.#who()}: key ${JSON.stringify(key)} holds a lone surrogate and cannot be stored as UTF-8`);
-    if (utf8Length(key) > MAX_KEY) throw new DurableError(codes.NAME, `${this.#who()}: a key may be at most ${MAX_KEY} bytes of UTF-8 (got ${utf8Length(key)})`);
+    checkKey(this.#who(), key);
   }
 }
 

@@ -9,13 +9,13 @@
 // loop: a loop body that writes would otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
 const { DurableError, codes } = require('../api/errors');
+const { checkDocumentId } = require('../api/rules');
 const { TAG_V8, encode, decode } = require('../state/codec');
 const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
 /** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
 const MAX_DOC = 1024 * 1024;
-const MAX_ID = 2048;
 
 /**
  * What a collection needs from its worker's state (see DurableState).
@@ -189,16 +189,7 @@ class Collection {
   }
 
   #checkId(id) {
-    const who = this.#store.who;
-    if (typeof id !== 'string') {
-      throw new DurableError(codes.ID, `${who()}: a document id in collection ${this.#decl.name} must be a string, got ${typeof id}`);
-    }
-    if (!id.isWellFormed()) {
-      throw new DurableError(codes.ID, `${who()}: document id ${JSON.stringify(id)} holds a lone surrogate and cannot be stored as UTF-8`);
-    }
-    if (id.length * 3 > MAX_ID && Buffer.byteLength(id) > MAX_ID) {
-      throw new DurableError(codes.ID, `${who()}: a document id may be at most ${MAX_ID} bytes of UTF-8 (got ${Buffer.byteLength(id)})`);
-    }
+    checkDocumentId(this.#store.who(), this.#decl.name, id);
   }
 }
 

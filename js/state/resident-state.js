@@ -14,6 +14,7 @@
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { Buffer } = require('node:buffer');
 const { DurableError, codes, fromNative } = require('../api/errors');
+const { checkKey, checkAlarmName } = require('../api/rules');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { DocLayer, merged, lookup } = require('../collections/uncommitted');
@@ -31,7 +32,6 @@ const NO_INDEX = Object.freeze({ earlier: async () => {}, exact: async () => {},
 
 const MAX_VALUE = 128 * 1024;
 const MAX_TOTAL = 1024 * 1024;
-const MAX_KEY = 2048;
 
 /** One resident value. `value` is kept only for primitives, which are immutable. */
 class Entry {
@@ -501,9 +501,7 @@ class DurableState {
   }
 
   #checkAlarmName(name) {
-    if (typeof name !== 'string' || !name.isWellFormed() || Buffer.byteLength(name) > MAX_KEY) {
-      throw new DurableError(codes.NAME, `${this.#who()}: an alarm name is a string of at most ${MAX_KEY} bytes of UTF-8`);
-    }
+    checkAlarmName(this.#who(), name);
   }
 
   #sortedKeys() {
@@ -512,15 +510,7 @@ class DurableState {
   }
 
   #checkKey(key) {
-    if (typeof key !== 'string') {
-      throw new DurableError(codes.NAME, `${this.#who()}: a key must be a string, got ${typeof key}`);
-    }
-    if (!key.isWellFormed()) {
-      throw new DurableError(codes.NAME, `${this.#who()}: key ${JSON.stringify(key)} holds a lone surrogate and cannot be stored as UTF-8`);
-    }
-    if (key.length * 3 > MAX_KEY && Buffer.byteLength(key) > MAX_KEY) {
-      throw new DurableError(codes.NAME, `${this.#who()}: a key may be at most ${MAX_KEY} bytes of UTF-8 (got ${Buffer.byteLength(key)})`);
-    }
+    checkKey(this.#who(), key);
   }
 }
 
