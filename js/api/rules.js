@@ -1,6 +1,7 @@
 'use strict';
-// The rules every host applies to what a caller names: worker ids, class
-// names, keys, alarm names and document ids. One module for the in-process
+// The rules every host applies to what a caller names and stores: worker
+// ids, class names, keys, alarm names and document ids; the size caps; the
+// alarm retry backoff. One module for the in-process
 // host, its shards and the Cloudflare mapping, so the three refuse the same
 // things with the same codes and messages. No Node builtins: it runs on
 // workerd too.
@@ -10,6 +11,12 @@ const { DurableError, codes, label } = require('./errors');
 const MAX_NAME_BYTES = 2048;
 /** A class's name: a file-system-safe folder name. */
 const CLASS_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** One resident value, encoded: at most 128 KiB. */
+const MAX_VALUE_BYTES = 128 * 1024;
+/** A worker's resident state, keys and encoded values: at most 1 MiB. */
+const MAX_STATE_BYTES = 1024 * 1024;
+/** One document, encoded: at most 1 MiB. */
+const MAX_DOCUMENT_BYTES = 1024 * 1024;
 
 /** Bytes of `s` as UTF-8 (`s` well-formed). */
 function utf8Length(s) {
@@ -66,4 +73,46 @@ function checkAlarmName(who, name) {
   }
 }
 
-module.exports = { MAX_NAME_BYTES, CLASS_NAME, utf8Length, describe, checkWorkerId, checkDocumentId, checkKey, checkAlarmName };
+/** The refusal of a value over MAX_VALUE_BYTES (ERR_DURABLE_STATE_TOO_LARGE). */
+function valueTooLarge(who, key, bytes) {
+  return new DurableError(
+    codes.STATE_TOO_LARGE,
+    `${who}: the value for key ${JSON.stringify(key)} is ${bytes} bytes encoded; a value may be at most ${MAX_VALUE_BYTES} (128 KiB). Keep what accumulates in a collection.`,
+  );
+}
+
+/** The refusal of a write that would bring the resident state over MAX_STATE_BYTES. */
+function stateTooLarge(who, key, total) {
+  return new DurableError(
+    codes.STATE_TOO_LARGE,
+    `${who}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_STATE_BYTES} (1 MiB). Keep what accumulates in a collection.`,
+  );
+}
+
+/** The refusal of a document over MAX_DOCUMENT_BYTES; `where` names the worker, collection and document. */
+function documentTooLarge(where, bytes) {
+  return new DurableError(codes.STATE_TOO_LARGE, `${where}: the document is ${bytes} bytes encoded; a document may be at most ${MAX_DOCUMENT_BYTES} (1 MiB)`);
+}
+
+/** Delay before retry `attempt` (1, 2, …) of a failed alarm: 1 s, 2 s, 4 s … at most 5 minutes. */
+function alarmBackoff(attempt) {
+  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
+}
+
+module.exports = {
+  MAX_NAME_BYTES,
+  MAX_VALUE_BYTES,
+  MAX_STATE_BYTES,
+  MAX_DOCUMENT_BYTES,
+  CLASS_NAME,
+  utf8Length,
+  describe,
+  checkWorkerId,
+  checkDocumentId,
+  checkKey,
+  checkAlarmName,
+  valueTooLarge,
+  stateTooLarge,
+  documentTooLarge,
+  alarmBackoff,
+};

@@ -10,12 +10,9 @@
 // platform alarm (ctx.storage.setAlarm) is kept at the earliest `at`. When it
 // fires, every due name runs in order, as one mailbox entry. Retries are
 // ours, not the platform's: a platform retry would rerun every due name.
-const DDL = 'CREATE TABLE IF NOT EXISTS dw_alarms(name TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID';
+const { alarmBackoff } = require('../api/rules');
 
-/** Delay before retry `attempt` (1, 2, …): 1 s, 2 s, 4 s … at most 5 minutes. */
-function backoff(attempt) {
-  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
-}
+const DDL = 'CREATE TABLE IF NOT EXISTS dw_alarms(name TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID';
 
 class NamedAlarms {
   #storage;
@@ -111,7 +108,7 @@ class NamedAlarms {
         if (!setAgain) this.#sql.exec('DELETE FROM dw_alarms WHERE name = ? AND at = ?', a.name, a.at);
       } else if (!setAgain) {
         const attempt = a.attempt + 1;
-        const retryAt = Date.now() + backoff(attempt);
+        const retryAt = Date.now() + alarmBackoff(attempt);
         this.#sql.exec('UPDATE dw_alarms SET at = ?, attempt = ? WHERE name = ?', retryAt, attempt, a.name);
         onFailed(error, { name: a.name, attempt, retryAt });
       } else {
@@ -122,4 +119,4 @@ class NamedAlarms {
   }
 }
 
-module.exports = { NamedAlarms, backoff };
+module.exports = { NamedAlarms };

@@ -18,12 +18,11 @@
 // (workerd's output gate holds the call's result until they are durable), so
 // there is no overlay of unlanded writes to merge.
 const { DurableError, codes } = require('../api/errors');
-const { checkDocumentId } = require('../api/rules');
+const { checkDocumentId, MAX_DOCUMENT_BYTES, documentTooLarge } = require('../api/rules');
 const { toColumn, describe, WANT } = require('../collections/declarations');
 const { plan, evaluate } = require('../collections/query');
 const wire = require('./wire');
 
-const MAX_DOC = 1024 * 1024;
 const FIELDS_DDL = 'CREATE TABLE IF NOT EXISTS fields(collection TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL, active INTEGER NOT NULL, PRIMARY KEY(collection, field)) WITHOUT ROWID';
 
 const table = (name) => `"c_${name}"`;
@@ -124,9 +123,7 @@ class Collection {
       return bindable(v);
     });
     const bytes = encoder.encode(wire.encode(doc, where));
-    if (bytes.length > MAX_DOC) {
-      throw new DurableError(codes.STATE_TOO_LARGE, `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`);
-    }
+    if (bytes.length > MAX_DOCUMENT_BYTES) throw documentTooLarge(where(), bytes.length);
     const names = ['id', 'tag', 'doc', ...this.#decl.fields.map((f) => column(f.name))];
     const updates = names
       .slice(1)

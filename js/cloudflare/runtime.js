@@ -17,11 +17,11 @@
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
 const { DurableError, codes, label } = require('../api/errors');
-const { CLASS_NAME, checkWorkerId } = require('../api/rules');
+const { CLASS_NAME, checkWorkerId, alarmBackoff } = require('../api/rules');
 const { DurableWorker, construct, callableMethods } = require('../api/worker');
 const { declaredCollections } = require('../collections/declarations');
 const { CloudflareState } = require('./state');
-const { NamedAlarms, backoff } = require('./alarms');
+const { NamedAlarms } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
 const { encodedSize } = require('./size');
 const wire = require('./wire');
@@ -280,7 +280,7 @@ class Runtime {
               if (!pending) throw err;
               n = ([...sql.exec("SELECT v FROM dw_meta WHERE k = 'alarmFailures'")][0]?.v ?? 0) + 1;
               sql.exec("INSERT INTO dw_meta(k, v) VALUES ('alarmFailures', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", n);
-              const retryAt = Date.now() + backoff(n);
+              const retryAt = Date.now() + alarmBackoff(n);
               await this.ctx.storage.setAlarm(retryAt);
               console.error(`durable-workers: ${this.who()}: the alarms could not run (attempt ${n}, retry at ${new Date(retryAt).toISOString()}):`, err?.stack ?? err);
             } catch {

@@ -15,13 +15,10 @@
 // a transaction is ctx.storage.transaction, which rolls back key/value and
 // SQL writes together; a set of the value already stored is written again.
 const { DurableError, codes } = require('../api/errors');
-const { checkKey, checkAlarmName, utf8Length } = require('../api/rules');
+const { checkKey, checkAlarmName, utf8Length, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { encodedSize } = require('./size');
 const { Collection, ensureTables } = require('./collection');
 const { noSuchCollection } = require('../collections/declarations');
-
-const MAX_VALUE = 128 * 1024;
-const MAX_TOTAL = 1024 * 1024;
 
 class CloudflareState {
   #who;
@@ -105,21 +102,11 @@ class CloudflareState {
     this.#checkKey(key);
     const where = () => `${this.#who()}, key ${JSON.stringify(key)}`;
     const bytes = encodedSize(value, where);
-    if (bytes > MAX_VALUE) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${this.#who()}: the value for key ${JSON.stringify(key)} is ${bytes} bytes encoded; a value may be at most ${MAX_VALUE} (128 KiB). Keep what accumulates in a collection.`,
-      );
-    }
+    if (bytes > MAX_VALUE_BYTES) throw valueTooLarge(this.#who(), key, bytes);
     this.#measure();
     const size = utf8Length(key) + bytes;
     const total = this.#total - (this.#sizes.get(key) ?? 0) + size;
-    if (total > MAX_TOTAL) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${this.#who()}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_TOTAL} (1 MiB). Keep what accumulates in a collection.`,
-      );
-    }
+    if (total > MAX_STATE_BYTES) throw stateTooLarge(this.#who(), key, total);
     try {
       this.#kv.put(key, value);
     } catch (err) {

@@ -8,14 +8,12 @@
 // is read whole, in one turn, never as a cursor held across the caller's
 // loop: a loop body that writes would otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes } = require('../api/errors');
-const { checkDocumentId } = require('../api/rules');
+const { checkDocumentId, MAX_DOCUMENT_BYTES, documentTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode } = require('../state/codec');
 const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
 /** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
-const MAX_DOC = 1024 * 1024;
 
 /**
  * What a collection needs from its worker's state (see DurableState).
@@ -59,9 +57,7 @@ class Collection {
     const where = () => `${this.#store.who()}, collection ${this.#decl.name}, document ${JSON.stringify(id)}`;
     const cols = columnsOf(this.#decl, doc, where);
     const bytes = encode(doc, where);
-    if (bytes.length > MAX_DOC) {
-      throw new DurableError(codes.STATE_TOO_LARGE, `${where()}: the document is ${bytes.length} bytes encoded; a document may be at most ${MAX_DOC} (1 MiB)`);
-    }
+    if (bytes.length > MAX_DOCUMENT_BYTES) throw documentTooLarge(where(), bytes.length);
     this.#store.write(this.#decl.index, id, { tag: TAG_V8, bytes, cols: Buffer.from(cols) });
   }
 
@@ -193,4 +189,4 @@ class Collection {
   }
 }
 
-module.exports = { Collection, MAX_DOC };
+module.exports = { Collection };

@@ -19,6 +19,7 @@ const { construct } = require('../api/worker');
 const { runIn, frameFor } = require('./call-chain');
 const { clone } = require('../state/codec');
 const { fromNative, label } = require('../api/errors');
+const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
 const { unpackRows } = require('../collections/result-rows');
 
@@ -36,11 +37,6 @@ const ORDER_WAIT_MS = 1000;
 function waitAtMost(promise, ms) {
   let timer;
   return Promise.race([promise, new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
-}
-
-/** Delay before retry `attempt` (1, 2, …) of a failed alarm: 1 s, 2 s, 4 s … at most 5 minutes. */
-function backoff(attempt) {
-  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
 }
 
 class LiveWorker extends QueuedWorker {
@@ -196,7 +192,7 @@ class LiveWorker extends QueuedWorker {
           if (!setAgain) alarms.remove(a.name);
         } else if (!setAgain) {
           const attempt = a.attempt + 1;
-          const retryAt = Date.now() + backoff(attempt);
+          const retryAt = Date.now() + alarmBackoff(attempt);
           alarms.put(a.name, retryAt, attempt, a.scheduled);
           this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt, retryAt });
         } else {

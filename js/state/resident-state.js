@@ -13,8 +13,8 @@
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { Buffer } = require('node:buffer');
-const { DurableError, codes, fromNative } = require('../api/errors');
-const { checkKey, checkAlarmName } = require('../api/rules');
+const { fromNative } = require('../api/errors');
+const { checkKey, checkAlarmName, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { DocLayer, merged, lookup } = require('../collections/uncommitted');
@@ -29,9 +29,6 @@ function crashPoint(name) {
 }
 
 const NO_INDEX = Object.freeze({ earlier: async () => {}, exact: async () => {}, wake: () => {} });
-
-const MAX_VALUE = 128 * 1024;
-const MAX_TOTAL = 1024 * 1024;
 
 /** One resident value. `value` is kept only for primitives, which are immutable. */
 class Entry {
@@ -188,22 +185,12 @@ class DurableState {
   set(key, value) {
     this.#checkKey(key);
     const bytes = encode(value, () => `${this.#who()}, key ${JSON.stringify(key)}`);
-    if (bytes.length > MAX_VALUE) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${this.#who()}: the value for key ${JSON.stringify(key)} is ${bytes.length} bytes encoded; a value may be at most ${MAX_VALUE} (128 KiB). Keep what accumulates in a collection.`,
-      );
-    }
+    if (bytes.length > MAX_VALUE_BYTES) throw valueTooLarge(this.#who(), key, bytes.length);
     const old = this.#resident.get(key);
     if (old !== undefined && old.bytes.equals(bytes)) return;
     const entry = entryOf(bytes, value);
     const total = this.#total - sizeOf(key, old) + sizeOf(key, entry);
-    if (total > MAX_TOTAL) {
-      throw new DurableError(
-        codes.STATE_TOO_LARGE,
-        `${this.#who()}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_TOTAL} (1 MiB). Keep what accumulates in a collection.`,
-      );
-    }
+    if (total > MAX_STATE_BYTES) throw stateTooLarge(this.#who(), key, total);
     this.#record(key, old);
     if (old === undefined) this.#sorted = null;
     this.#resident.set(key, entry);
