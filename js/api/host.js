@@ -14,7 +14,7 @@ const { AlarmScheduler } = require('../alarms/scheduler');
 const { SocketRegistry, WebSocketHandle, isSocket } = require('../sockets/websockets');
 const { ShardPool } = require('../shards/pool');
 const { RemoteWorker, NO_GATE } = require('../shards/remote');
-const { serializeError, deserializeError, isSocketMarker } = require('../shards/protocol');
+const { OP, serializeError, deserializeError, isSocketMarker } = require('../shards/protocol');
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
 function isWorker(w) {
@@ -341,28 +341,28 @@ class Host extends EventEmitter {
   /** A message from a shard: about one of its workers, or a request of the host. */
   #fromShard(shard, msg) {
     switch (msg.op) {
-      case 'call':
+      case OP.call:
         return this.#callFromShard(shard, msg);
-      case 'wake':
+      case OP.wake:
         for (const s of this.#schedulers) if (s.serves(msg.className)) s.wake(msg.at);
         return;
-      case 'alarmFailed':
+      case OP.alarmFailed:
         this.#inner.alarmFailed(deserializeError(msg.error), msg.info);
         return;
-      case 'socketAccept':
-      case 'socketSend':
-      case 'socketClose':
-      case 'socketAttach':
-      case 'socketAuto':
-        this.#sockets.fromShard(msg.op === 'socketAccept' ? shard.workers.get(msg.key) : undefined, msg);
+      case OP.socketAccept:
+      case OP.socketSend:
+      case OP.socketClose:
+      case OP.socketAttach:
+      case OP.socketAuto:
+        this.#sockets.fromShard(msg.op === OP.socketAccept ? shard.workers.get(msg.key) : undefined, msg);
         return;
-      case 'rpc':
+      case OP.rpc:
         if (msg.key === null) {
           const [className, id, at] = msg.args;
           const op = msg.method === 'alarmEarlier' ? this.#native.alarmEarlier(className, id, at) : this.#native.alarmExact(className, id, at);
           op.then(
-            () => shard.post({ op: 'reply', rid: msg.rid, ok: true }),
-            (err) => shard.post({ op: 'reply', rid: msg.rid, ok: false, error: serializeError(fromNative(err, label(className, id))) }),
+            () => shard.post({ op: OP.reply, rid: msg.rid, ok: true }),
+            (err) => shard.post({ op: OP.reply, rid: msg.rid, ok: false, error: serializeError(fromNative(err, label(className, id))) }),
           );
           return;
         }
@@ -374,7 +374,7 @@ class Host extends EventEmitter {
 
   /** A call made by code on a shard: checked, and its wait recorded, as if made here. */
   #callFromShard(shard, { cid, className, id, method, args, frame }) {
-    const reply = (ok, v) => shard.post(ok ? { op: 'callReply', cid, ok, value: v } : { op: 'callReply', cid, ok, error: serializeError(v) });
+    const reply = (ok, v) => shard.post(ok ? { op: OP.callReply, cid, ok, value: v } : { op: OP.callReply, cid, ok, error: serializeError(v) });
     let p;
     try {
       const Class = this.#names.get(className) ?? [...this.#sharded].find((C) => nameOf(C) === className);

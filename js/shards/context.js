@@ -14,7 +14,7 @@ const { current } = require('../runtime/call-chain');
 const { makeStub } = require('../api/stub');
 const { label } = require('../api/errors');
 const { DurableWorker } = require('../api/worker');
-const { SOCKET, isSocketMarker, deserializeError } = require('./protocol');
+const { OP, SOCKET, isSocketMarker, deserializeError } = require('./protocol');
 const { encodeAttachment, checkTags } = require('../sockets/websockets');
 
 const OPEN = 1;
@@ -32,7 +32,7 @@ class ProxySocket {
 
   close(code, reason) {
     const r = records.get(this);
-    r.mirror.post({ op: 'socketClose', sid: r.sid, code, reason });
+    r.mirror.post({ op: OP.socketClose, sid: r.sid, code, reason });
   }
 
   get readyState() {
@@ -44,7 +44,7 @@ class ProxySocket {
     const r = records.get(this);
     const bytes = encodeAttachment(value, r.who ?? 'a socket');
     r.attachment = bytes;
-    r.mirror.post({ op: 'socketAttach', sid: r.sid, bytes });
+    r.mirror.post({ op: OP.socketAttach, sid: r.sid, bytes });
   }
 
   /** The attachment, or null. */
@@ -114,7 +114,7 @@ class SocketMirror {
     if (r.key !== null) throw new DurableError(codes.NAME, `${worker.who}: this socket was already accepted by ${r.who}`);
     r.tags = [...tags];
     this.#own(r, worker.key, worker.who);
-    this.post({ op: 'socketAccept', key: worker.key, sid: r.sid, tags: r.tags });
+    this.post({ op: OP.socketAccept, key: worker.key, sid: r.sid, tags: r.tags });
     return ws;
   }
 
@@ -133,20 +133,20 @@ class SocketMirror {
     if (pair !== null && pair !== undefined && (typeof pair.request !== 'string' || typeof pair.response !== 'string')) {
       throw new TypeError(`${who}: setWebSocketAutoResponse takes { request, response } strings, or null`);
     }
-    this.post({ op: 'socketAuto', key, pair: pair ?? null });
+    this.post({ op: OP.socketAuto, key, pair: pair ?? null });
   }
 
   /** A gated send, in order with the socket's earlier sends. */
   send(r, data) {
     const gate = r.key === null ? null : this.#ownerGate(r.key);
     if (gate === null && r.chain === null) {
-      this.post({ op: 'socketSend', sid: r.sid, data });
+      this.post({ op: OP.socketSend, sid: r.sid, data });
       return;
     }
     const chain = (r.chain ?? Promise.resolve())
       .then(() => gate)
       .then(
-        () => this.post({ op: 'socketSend', sid: r.sid, data }),
+        () => this.post({ op: OP.socketSend, sid: r.sid, data }),
         () => {}, // the commit failed: what it would have announced is not sent
       );
     r.chain = chain;
@@ -225,7 +225,7 @@ class Outgoing {
       new Promise((resolve, reject) => {
         const cid = this.#next++;
         this.#waiting.set(cid, { resolve, reject });
-        this.#post({ op: 'call', cid, className, id, method, args: wire, frame });
+        this.#post({ op: OP.call, cid, className, id, method, args: wire, frame });
       });
     const gate = caller === undefined ? null : caller.worker.state.flush();
     return gate === null ? send() : gate.then(send);

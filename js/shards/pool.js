@@ -14,7 +14,7 @@
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { DurableError, codes } = require('../api/errors');
-const { shardOf } = require('./protocol');
+const { OP, shardOf } = require('./protocol');
 
 const RUNTIME = path.join(__dirname, 'runtime.js');
 
@@ -54,7 +54,7 @@ class Shard {
       // The first heartbeat goes now: `missedHeartbeats` intervals without
       // an answer end the shard, counted from the moment work was sent.
       this.#answered = false;
-      this.post({ op: 'ping', n: ++this.#pings });
+      this.post({ op: OP.ping, n: ++this.#pings });
     }
   }
 
@@ -78,7 +78,7 @@ class Shard {
       return;
     }
     this.#answered = false;
-    this.post({ op: 'ping', n: ++this.#pings });
+    this.post({ op: OP.ping, n: ++this.#pings });
   }
 
   /** Ends the shard: every worker on it hears, the slot empties. */
@@ -143,7 +143,7 @@ class ShardPool {
       const timer = setTimeout(() => fail(`it did not report ready within ${startTimeoutMs} ms (startTimeoutMs)`), startTimeoutMs);
       thread.on('message', (msg) => {
         if (!ready) {
-          if (msg.op !== 'ready') return;
+          if (msg.op !== OP.ready) return;
           ready = true;
           clearTimeout(timer);
           thread.unref();
@@ -151,7 +151,7 @@ class ShardPool {
           resolve(shard);
           return;
         }
-        if (msg.op === 'pong') shard.pong();
+        if (msg.op === OP.pong) shard.pong();
         else this.host.message(shard, msg);
       });
       thread.on('error', (err) => {

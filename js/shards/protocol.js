@@ -58,6 +58,56 @@ function deserializeError(d) {
 }
 
 /**
+ * Every message between the host thread and a shard is `{ op, ...fields }`,
+ * and this table is the one place an `op` is named.
+ *
+ * host → shard
+ *   entry         { key, className, id, fresh, entry }  run a mailbox entry (call, alarm, event, close) on the shard's instance
+ *   reply         { rid, ok, value | error }             the answer to an rpc
+ *   done          { cid, code, message }                 a write or closeFile has committed ('' code) or failed
+ *   callReply     { cid, ok, value | error }             the answer to a call made on the shard
+ *   ping          { n }                                  heartbeat, while work is in flight
+ * shard → host
+ *   ready         { classes }                            booted; the classes it serves
+ *   pong          { n }
+ *   ran           { key }                                an entry finished (its result, if any, went as 'result')
+ *   result        { key, cid, ok, value | error }        a call's outcome
+ *   failed        { key, error }                         the worker failed (start() threw, its class is missing)
+ *   closed        { key, ok, existed | error }           a close entry finished
+ *   rpc           { rid, key, method, args }             storage for a worker (key) or the alarm index (key null)
+ *   write         { key, cid, changes }                  commit a worker's writes, through the host's commit threads
+ *   closeFile     { key, cid }                           close a worker's file
+ *   call          { cid, className, id, method, args, frame }  a call from a worker on the shard to any worker
+ *   wake          { className, at }                      the shard's scheduler wants the host's alarm scheduler at `at`
+ *   alarmFailed   { error, info }
+ *   socketAccept, socketSend, socketClose, socketAttach, socketAuto   a hibernating socket's operations (sockets/websockets.js)
+ */
+const OP = Object.freeze({
+  entry: 'entry',
+  reply: 'reply',
+  done: 'done',
+  callReply: 'callReply',
+  ping: 'ping',
+  ready: 'ready',
+  pong: 'pong',
+  ran: 'ran',
+  result: 'result',
+  failed: 'failed',
+  closed: 'closed',
+  rpc: 'rpc',
+  write: 'write',
+  closeFile: 'closeFile',
+  call: 'call',
+  wake: 'wake',
+  alarmFailed: 'alarmFailed',
+  socketAccept: 'socketAccept',
+  socketSend: 'socketSend',
+  socketClose: 'socketClose',
+  socketAttach: 'socketAttach',
+  socketAuto: 'socketAuto',
+});
+
+/**
  * The shard a worker lives on: the same for a class and id every time, so one
  * file is only ever written from one shard. FNV-1a over the key's UTF-16 units.
  * @param {string} key class name and id
@@ -84,4 +134,4 @@ function isSocketMarker(v) {
   return v !== null && typeof v === 'object' && Object.hasOwn(v, SOCKET);
 }
 
-module.exports = { serializeError, deserializeError, shardOf, SOCKET, isSocketMarker, buf };
+module.exports = { OP, serializeError, deserializeError, shardOf, SOCKET, isSocketMarker, buf };

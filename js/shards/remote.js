@@ -18,7 +18,7 @@ const { Mailbox } = require('../runtime/mailbox');
 const { QueuedWorker } = require('../runtime/queued-worker');
 const { DurableError, codes, fromNative, label, nativeCode } = require('../api/errors');
 const { waitAtMost, ORDER_WAIT_MS } = require('../runtime/live');
-const { serializeError, deserializeError, buf } = require('./protocol');
+const { OP, serializeError, deserializeError, buf } = require('./protocol');
 
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null, backfill: [] });
 /** No gate on this thread: the shard gates its own output. */
@@ -106,7 +106,7 @@ class RemoteWorker extends QueuedWorker {
 
   /** Sends one entry and waits until its code has run, or the shard is lost. */
   #send(shard, wire, holds = 1) {
-    const msg = { op: 'entry', key: this.key, className: this.binding.name, id: this.id, fresh: this.#fresh, entry: wire };
+    const msg = { op: OP.entry, key: this.key, className: this.binding.name, id: this.id, fresh: this.#fresh, entry: wire };
     if (this.#fresh) msg.sockets = this.host.sockets.snapshot(this.key);
     this.#fresh = false;
     return new Promise((resolve) => {
@@ -201,11 +201,11 @@ class RemoteWorker extends QueuedWorker {
   /** A message from the shard about this worker. */
   onMessage(shard, msg) {
     switch (msg.op) {
-      case 'ran':
+      case OP.ran:
         return this.#inflight?.({ ran: true });
-      case 'closed':
+      case OP.closed:
         return this.#inflight?.(msg);
-      case 'result': {
+      case OP.result: {
         const r = this.#results.get(msg.cid);
         if (r === undefined) return;
         this.#results.delete(msg.cid);
@@ -214,29 +214,29 @@ class RemoteWorker extends QueuedWorker {
         else r.reject(deserializeError(msg.error));
         return;
       }
-      case 'failed':
+      case OP.failed:
         if (this.failure === null) {
           this.failure = deserializeError(msg.error);
           this.status = 'failed';
           this.host.failed(this);
         }
         return;
-      case 'rpc':
+      case OP.rpc:
         return this.#track(this.#serve(msg.method, msg.args)).then(
-          (value) => shard.post({ op: 'reply', rid: msg.rid, ok: true, value }),
-          (err) => shard.post({ op: 'reply', rid: msg.rid, ok: false, error: serializeError(err) }),
+          (value) => shard.post({ op: OP.reply, rid: msg.rid, ok: true, value }),
+          (err) => shard.post({ op: OP.reply, rid: msg.rid, ok: false, error: serializeError(err) }),
         );
-      case 'write':
-      case 'closeFile': {
+      case OP.write:
+      case OP.closeFile: {
         const n = this.#native;
-        const run = (cid) => (msg.op === 'write' ? n.write(cid, this.#changes(msg.changes)) : n.close(cid));
+        const run = (cid) => (msg.op === OP.write ? n.write(cid, this.#changes(msg.changes)) : n.close(cid));
         const p = n === null ? Promise.reject(new DurableError(codes.CLOSED, `${this.who}: closed`)) : this.host.commits.submit(run);
         this.#track(p).then(
           () => {
-            if (msg.op === 'closeFile' && this.#native === n) this.#native = null;
-            shard.post({ op: 'done', cid: msg.cid, code: '', message: '' });
+            if (msg.op === OP.closeFile && this.#native === n) this.#native = null;
+            shard.post({ op: OP.done, cid: msg.cid, code: '', message: '' });
           },
-          (err) => shard.post({ op: 'done', cid: msg.cid, code: nativeCode(err), message: err.message }),
+          (err) => shard.post({ op: OP.done, cid: msg.cid, code: nativeCode(err), message: err.message }),
         );
         return;
       }

@@ -17,7 +17,7 @@ const { Commits } = require('../runtime/commits');
 const { DurableWorker, callableMethods } = require('../api/worker');
 const { declaredCollections } = require('../collections/declarations');
 const { label } = require('../api/errors');
-const { serializeError, deserializeError, buf } = require('./protocol');
+const { OP, serializeError, deserializeError, buf } = require('./protocol');
 const { ShardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 
 const post = (msg) => parentPort.postMessage(msg);
@@ -38,7 +38,7 @@ function rpc(key, method, args) {
   return new Promise((resolve, reject) => {
     const rid = nextRid++;
     rpcs.set(rid, { resolve, reject });
-    post({ op: 'rpc', rid, key, method, args });
+    post({ op: OP.rpc, rid, key, method, args });
   });
 }
 
@@ -49,8 +49,8 @@ function storageFor(key) {
     exists: () => true,
     load: () => rpc(key, 'load', []).then((page) => ({ ...page, values: page.values.map(buf) })),
     register: () => rpc(key, 'register', []),
-    write: (cid, changes) => post({ op: 'write', key, cid, changes }),
-    close: (cid) => post({ op: 'closeFile', key, cid }),
+    write: (cid, changes) => post({ op: OP.write, key, cid, changes }),
+    close: (cid) => post({ op: OP.closeFile, key, cid }),
     destroy: () => rpc(key, 'destroy', []),
     // Packed as the addon returns it (../rows.js unpacks); the bytes arrive as a Uint8Array.
     query: (q) => rpc(key, 'query', [q]).then((r) => ({ ...r, bytes: buf(r.bytes) })),
@@ -66,16 +66,16 @@ const inner = {
   mailboxLimit: Infinity,
   busy: () => {},
   idle: (w) => {
-    if (w.status !== 'closed') post({ op: 'ran', key: w.key });
+    if (w.status !== 'closed') post({ op: OP.ran, key: w.key });
   },
-  failed: (w) => post({ op: 'failed', key: w.key, error: serializeError(w.failure) }),
+  failed: (w) => post({ op: OP.failed, key: w.key, error: serializeError(w.failure) }),
   ctxFor: (w) => new ShardContext(w, mirror, outgoing),
   alarmIndex: (className, id) => ({
     earlier: (at) => rpc(null, 'alarmEarlier', [className, id, at]),
     exact: (at) => rpc(null, 'alarmExact', [className, id, at]),
-    wake: (at) => post({ op: 'wake', className, at }),
+    wake: (at) => post({ op: OP.wake, className, at }),
   }),
-  alarmFailed: (err, info) => post({ op: 'alarmFailed', error: serializeError(err), info }),
+  alarmFailed: (err, info) => post({ op: OP.alarmFailed, error: serializeError(err), info }),
 };
 
 // --- the module's classes ---------------------------------------------------
@@ -96,8 +96,8 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
   if (fresh || w === undefined) {
     const binding = bindings.get(className);
     if (binding === undefined) {
-      post({ op: 'failed', key, error: serializeError(new Error(`${label(className, id)}: class ${className} is not exported by ${workerData.module}`)) });
-      post({ op: 'ran', key });
+      post({ op: OP.failed, key, error: serializeError(new Error(`${label(className, id)}: class ${className} is not exported by ${workerData.module}`)) });
+      post({ op: OP.ran, key });
       return;
     }
     if (sockets) mirror.load(sockets);
@@ -108,7 +108,7 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
     case 'call': {
       const args = e.args.map((a) => revive(a, mirror));
       const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w };
-      const settle = (ok) => (v) => post(ok ? { op: 'result', key, cid: e.cid, ok, value: v } : { op: 'result', key, cid: e.cid, ok, error: serializeError(v) });
+      const settle = (ok) => (v) => post(ok ? { op: OP.result, key, cid: e.cid, ok, value: v } : { op: OP.result, key, cid: e.cid, ok, error: serializeError(v) });
       w.call(e.method, args, frame, settle(true), settle(false));
       return;
     }
@@ -120,8 +120,8 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
       return;
     case 'close':
       w.close(e.reason, { destroy: e.destroy }).then(
-        (existed) => closed(w, { op: 'closed', key, ok: true, existed }),
-        (err) => closed(w, { op: 'closed', key, ok: false, error: serializeError(err) }),
+        (existed) => closed(w, { op: OP.closed, key, ok: true, existed }),
+        (err) => closed(w, { op: OP.closed, key, ok: false, error: serializeError(err) }),
       );
       return;
   }
@@ -135,22 +135,22 @@ function closed(w, msg) {
 
 parentPort.on('message', (msg) => {
   switch (msg.op) {
-    case 'entry':
+    case OP.entry:
       return entry(msg);
-    case 'reply': {
+    case OP.reply: {
       const r = rpcs.get(msg.rid);
       rpcs.delete(msg.rid);
       if (msg.ok) r?.resolve(msg.value);
       else r?.reject(deserializeError(msg.error));
       return;
     }
-    case 'done':
+    case OP.done:
       return commits.done([msg.cid, msg.code, msg.message]);
-    case 'callReply':
+    case OP.callReply:
       return outgoing.settle(msg);
-    case 'ping':
-      return post({ op: 'pong', n: msg.n });
+    case OP.ping:
+      return post({ op: OP.pong, n: msg.n });
   }
 });
 
-post({ op: 'ready', classes: [...bindings.keys()] });
+post({ op: OP.ready, classes: [...bindings.keys()] });

@@ -16,7 +16,7 @@
 const { DurableError, codes } = require('../api/errors');
 const { TAG_V8, encode, decode } = require('../state/codec');
 const { Buffer } = require('node:buffer');
-const { SOCKET, isSocketMarker, serializeError } = require('../shards/protocol');
+const { OP, SOCKET, isSocketMarker, serializeError } = require('../shards/protocol');
 
 const MAX_ATTACHMENT = 16 * 1024;
 const MAX_TAGS = 10;
@@ -244,19 +244,19 @@ class SocketRegistry {
 
   /** What a shard asks of a socket: accept, send (already gated there), close, attach, auto-response. */
   fromShard(worker, msg) {
-    if (msg.op === 'socketAuto') return this.setAutoResponse(msg.key, msg.key, msg.pair);
+    if (msg.op === OP.socketAuto) return this.setAutoResponse(msg.key, msg.key, msg.pair);
     const r = this.#bySid.get(msg.sid);
     if (r === undefined) return;
     switch (msg.op) {
-      case 'socketAccept':
+      case OP.socketAccept:
         if (r.key === null && worker !== undefined) this.accept(worker, r.handle, msg.tags);
         return;
-      case 'socketSend':
+      case OP.socketSend:
         if (r.ws.readyState === 1) r.ws.send(msg.data);
         return;
-      case 'socketClose':
+      case OP.socketClose:
         return r.ws.close(msg.code, msg.reason);
-      case 'socketAttach':
+      case OP.socketAttach:
         r.attachment = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
         return;
     }
