@@ -8,13 +8,15 @@ const { DurableWorker, callableMethods } = require('./worker');
 const { LiveWorker } = require('../runtime/live');
 const { QueuedWorker } = require('../runtime/queued-worker');
 const { makeStub } = require('./stub');
+const { WorkerContext } = require('./worker-context');
+const { nameOf, keyOf, cloneArgs, methodError, closedError } = require('../runtime/calls');
+const { LiveSet } = require('../runtime/live-set');
 const { current, frameFor, WaitGraph } = require('../runtime/call-chain');
-const { clone, isPrimitive } = require('../state/codec');
 const { AlarmScheduler } = require('../alarms/scheduler');
-const { SocketRegistry, WebSocketHandle, isSocket } = require('../sockets/websockets');
+const { SocketRegistry } = require('../sockets/websockets');
 const { ShardPool } = require('../shards/pool');
-const { RemoteWorker, NO_GATE } = require('../shards/remote');
-const { OP, serializeError, deserializeError, isSocketMarker } = require('../shards/protocol');
+const { RemoteWorker } = require('../shards/remote');
+const { shardRouter } = require('../shards/host-router');
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
 function isWorker(w) {
@@ -32,15 +34,11 @@ class Host extends EventEmitter {
   #bindings = new Map();
   /** @type {Map<string, Function>} name → class, to refuse two classes of one name */
   #names = new Map();
-  /** @type {Map<string, LiveWorker | { closed: Promise<unknown> }>} */
-  #live = new Map();
-  /** @type {Map<number, LiveWorker>} */
-  #slots = new Map();
-  #nextSlot = 1;
+  /** @type {LiveSet} the materialized workers, and their eviction */
+  #live;
   #graph = new WaitGraph();
-  #counts = { materialized: 0, evicted: 0, calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
-  /** @type {Set<AlarmScheduler>} */
-  #schedulers = new Set();
+  #counts = { calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
+  /** @type {Set<AlarmScheduler>} */ #schedulers = new Set();
   #sockets = new SocketRegistry({
     deliver: (key, binding, id, run, desc) => this.#socketEvent(key, binding, id, run, desc),
     gateOf: (key) => {
@@ -48,11 +46,10 @@ class Host extends EventEmitter {
       return w instanceof LiveWorker ? w.state.flush() : null;
     },
   });
-  /** @type {ShardPool | null} */
-  #pool = null;
+  /** @type {ShardPool | null} */ #pool = null;
   /** @type {Set<Function>} the classes the shard module exports */
   #sharded = new Set();
-  /** The face LiveWorker sees. */
+  /** @type {import('../runtime/host-port').HostPort} what LiveWorker and RemoteWorker see of the host */
   #inner;
 
   /** @internal use open() */
@@ -61,11 +58,26 @@ class Host extends EventEmitter {
     this.#native = native;
     this.#options = options;
     const host = this;
+    this.#live = new LiveSet({
+      native,
+      onIdle: (w) => host.#sockets.resume(w.key),
+      onEvicted: (info) => host.emit('evicted', info),
+      hostClosed: () => host.#closed,
+    });
     if (options.shards !== undefined) {
-      this.#pool = new ShardPool(options.shards, {
-        message: (shard, msg) => host.#fromShard(shard, msg),
-        lost: (shard, err) => host.#shardLost(shard, err),
-      });
+      this.#pool = new ShardPool(
+        options.shards,
+        shardRouter({
+          call: (binding, id, who, method, args, caller) => host.#call(binding, id, who, method, args, caller),
+          bind: (Class) => host.#bind(Class),
+          classNamed: (name) => host.#names.get(name) ?? [...host.#sharded].find((C) => nameOf(C) === name),
+          sockets: host.#sockets,
+          native,
+          wake: (className, at) => host.#wake(className, at),
+          alarmFailed: (err, info) => host.#inner.alarmFailed(err, info),
+          lost: (err, info) => host.emit('shardLost', err, info),
+        }),
+      );
       for (const v of Object.values(options.shards.exports)) {
         if (typeof v === 'function' && v.prototype instanceof DurableWorker) this.#sharded.add(v);
       }
@@ -76,9 +88,9 @@ class Host extends EventEmitter {
       pool: this.#pool,
       sockets: this.#sockets,
       mailboxLimit: options.mailbox,
-      busy: (w) => host.#busy(w),
-      idle: (w) => host.#idle(w),
-      failed: (w) => host.#retire(w, null),
+      busy: (w) => host.#live.busy(w),
+      idle: (w) => host.#live.idle(w),
+      failed: (w) => host.#live.retire(w, null),
       ctxFor: (w) => new WorkerContext(host, w, host.#sockets),
       alarmIndex: (className, id) => host.#alarmIndex(className, id),
       alarmFailed: (err, info) => {
@@ -121,8 +133,8 @@ class Host extends EventEmitter {
       if (isWorker(w) && w.closed === null) {
         const existed = w.close(null, { destroy: true });
         existed.then(
-          () => this.#drop(w),
-          () => this.#drop(w),
+          () => this.#live.drop(w),
+          () => this.#live.drop(w),
         );
         return existed;
       }
@@ -130,13 +142,13 @@ class Host extends EventEmitter {
     }
     const native = this.#native.worker(binding.name, id);
     const tomb = { closed: native.destroy() };
-    this.#live.set(key, tomb);
+    this.#live.setTomb(key, tomb);
     try {
       return await tomb.closed;
     } catch (err) {
       throw fromNative(err, label(binding.name, id));
     } finally {
-      if (this.#live.get(key) === tomb) this.#live.delete(key);
+      this.#live.deleteIf(key, tomb);
     }
   }
 
@@ -189,9 +201,9 @@ class Host extends EventEmitter {
   stats() {
     const n = this.#native.stats();
     return {
-      live: this.#slots.size,
-      materialized: this.#counts.materialized,
-      evicted: this.#counts.evicted,
+      live: this.#live.size,
+      materialized: this.#live.materialized,
+      evicted: this.#live.evicted,
       calls: this.#counts.calls,
       refused: this.#counts.refused,
       sockets: this.#sockets.count,
@@ -222,7 +234,7 @@ class Host extends EventEmitter {
       this.#schedulers.clear();
       const waits = [];
       for (const w of this.#live.values()) {
-        if (isWorker(w)) waits.push(this.#retire(w, 'close'));
+        if (isWorker(w)) waits.push(this.#live.retire(w, 'close'));
         else waits.push(w.closed.catch(() => {}));
       }
       await Promise.all(waits);
@@ -336,71 +348,6 @@ class Host extends EventEmitter {
     );
   }
 
-  // --- shards ------------------------------------------------------------
-
-  /** A message from a shard: about one of its workers, or a request of the host. */
-  #fromShard(shard, msg) {
-    switch (msg.op) {
-      case OP.call:
-        return this.#callFromShard(shard, msg);
-      case OP.wake:
-        for (const s of this.#schedulers) if (s.serves(msg.className)) s.wake(msg.at);
-        return;
-      case OP.alarmFailed:
-        this.#inner.alarmFailed(deserializeError(msg.error), msg.info);
-        return;
-      case OP.socketAccept:
-      case OP.socketSend:
-      case OP.socketClose:
-      case OP.socketAttach:
-      case OP.socketAuto:
-        this.#sockets.fromShard(msg.op === OP.socketAccept ? shard.workers.get(msg.key) : undefined, msg);
-        return;
-      case OP.rpc:
-        if (msg.key === null) {
-          const [className, id, at] = msg.args;
-          const op = msg.method === 'alarmEarlier' ? this.#native.alarmEarlier(className, id, at) : this.#native.alarmExact(className, id, at);
-          op.then(
-            () => shard.post({ op: OP.reply, rid: msg.rid, ok: true }),
-            (err) => shard.post({ op: OP.reply, rid: msg.rid, ok: false, error: serializeError(fromNative(err, label(className, id))) }),
-          );
-          return;
-        }
-      // falls through: a worker's own storage
-      default:
-        shard.workers.get(msg.key)?.onMessage(shard, msg);
-    }
-  }
-
-  /** A call made by code on a shard: checked, and its wait recorded, as if made here. */
-  #callFromShard(shard, { cid, className, id, method, args, frame }) {
-    const reply = (ok, v) => shard.post(ok ? { op: OP.callReply, cid, ok, value: v } : { op: OP.callReply, cid, ok, error: serializeError(v) });
-    let p;
-    try {
-      const Class = this.#names.get(className) ?? [...this.#sharded].find((C) => nameOf(C) === className);
-      if (Class === undefined) {
-        throw new DurableError(codes.NAME, `${label(className, String(id))}: class ${className} is not known to this host; call host.get(${className}, …) once, or export it from the shard module`);
-      }
-      const binding = this.#bind(Class);
-      checkWorkerId(binding.name, id);
-      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE } };
-      const real = args.map((a) => (isSocketMarker(a) ? this.#sockets.fromMarker(a) : a));
-      p = this.#call(binding, id, label(binding.name, id), method, real, caller);
-    } catch (err) {
-      p = Promise.reject(err);
-    }
-    p.then(
-      (v) => reply(true, v),
-      (err) => reply(false, err),
-    );
-  }
-
-  #shardLost(shard, err) {
-    for (const w of shard.workers.values()) w.lost(err);
-    shard.workers.clear();
-    this.emit('shardLost', err, { shard: shard.index });
-  }
-
   /** One worker's entry in the catalog's alarm index, as its state uses it. */
   #alarmIndex(className, id) {
     const who = label(className, id);
@@ -408,59 +355,17 @@ class Host extends EventEmitter {
     return {
       earlier: (at) => this.#native.alarmEarlier(className, id, at).catch(coded),
       exact: (at) => this.#native.alarmExact(className, id, at).catch(coded),
-      wake: (at) => {
-        for (const s of this.#schedulers) if (s.serves(className)) s.wake(at);
-      },
+      wake: (at) => this.#wake(className, at),
     };
   }
 
+  /** Wakes the alarm schedulers serving `className` for `at`. */
+  #wake(className, at) {
+    for (const s of this.#schedulers) if (s.serves(className)) s.wake(at);
+  }
+
   #materialize(key, binding, id) {
-    const slot = this.#nextSlot++;
-    const w = binding.remote ? new RemoteWorker(this.#inner, binding, id, key, slot) : new LiveWorker(this.#inner, binding, id, key, slot);
-    this.#live.set(key, w);
-    this.#slots.set(slot, w);
-    this.#counts.materialized++;
-    return w;
-  }
-
-  // --- eviction ----------------------------------------------------------
-
-  /** Work arrived: the live set may name workers to close. */
-  #busy(w) {
-    if (w.closed !== null || this.#closed) return;
-    const victims = this.#native.begin(w.slot);
-    if (victims === null) return;
-    for (let i = 0; i < victims.length; i += 2) {
-      const v = this.#slots.get(victims[i]);
-      if (v === undefined || v.closed !== null) continue;
-      const reason = victims[i + 1] === 1 ? 'evicted' : 'idle';
-      this.#retire(v, reason).then(() => {
-        this.#counts.evicted++;
-        this.emit('evicted', { class: v.binding.name, id: v.id, reason });
-      });
-    }
-  }
-
-  #idle(w) {
-    if (w.closed === null) this.#native.end(w.slot);
-    this.#sockets.resume(w.key);
-  }
-
-  /** Closes a worker behind its queue and forgets it. Never rejects. */
-  #retire(w, reason) {
-    const closed = w.close(reason);
-    return closed.then(
-      () => this.#drop(w),
-      () => this.#drop(w),
-    );
-  }
-
-  #drop(w) {
-    if (this.#live.get(w.key) === w) this.#live.delete(w.key);
-    if (this.#slots.get(w.slot) === w) {
-      this.#slots.delete(w.slot);
-      this.#native.forget(w.slot);
-    }
+    return this.#live.materialize(key, (slot) => (binding.remote ? new RemoteWorker(this.#inner, binding, id, key, slot) : new LiveWorker(this.#inner, binding, id, key, slot)));
   }
 
   // --- classes -----------------------------------------------------------
@@ -490,87 +395,6 @@ class Host extends EventEmitter {
   #checkOpen() {
     if (this.#closed) throw closedError(`the host for ${this.#options.dir}`);
   }
-}
-
-/** What a worker sees as `this.ctx`. */
-class WorkerContext {
-  #host;
-  #worker;
-  #sockets;
-  constructor(host, worker, sockets) {
-    this.#host = host;
-    this.#worker = worker;
-    this.#sockets = sockets;
-  }
-
-  /**
-   * Hands a server-side `ws` socket (or its handle) to the host, for this
-   * worker: messages reach webSocketMessage even after the worker has been
-   * evicted. Returns the handle.
-   * @param {object} ws
-   * @param {string[]} [tags]
-   */
-  acceptWebSocket(ws, tags) {
-    return this.#sockets.accept(this.#worker, ws, tags);
-  }
-
-  /** This worker's open accepted sockets, those with `tag` if given. */
-  getWebSockets(tag) {
-    return this.#sockets.list(this.#worker.key, tag);
-  }
-
-  /** The tags a socket was accepted with. */
-  getTags(ws) {
-    return this.#sockets.tags(ws);
-  }
-
-  /** Answers a message whose text is exactly `request` with `response`, on the host, without waking this worker; null clears. */
-  setWebSocketAutoResponse(pair) {
-    this.#sockets.setAutoResponse(this.#worker.key, this.#worker.who, pair);
-  }
-
-  /** This worker's id. */
-  get id() {
-    return this.#worker.id;
-  }
-
-  /** A stub for another worker; calls through it carry this call's chain. */
-  get(Class, id) {
-    return this.#host.get(Class, id);
-  }
-}
-
-function nameOf(Class) {
-  return Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
-}
-
-function keyOf(name, id) {
-  return `${name}\u0000${id}`;
-}
-
-/**
- * Arguments cross as a structured clone; all-primitive arguments are their
- * own; a WebSocket crosses as its handle, the very socket, not a copy.
- */
-function cloneArgs(args, who, method, sockets) {
-  const where = () => `${who}: the arguments of ${method}() cannot be sent`;
-  let sockety = false;
-  let plain = true;
-  for (const a of args) {
-    if (a instanceof WebSocketHandle || isSocket(a)) sockety = true;
-    else if (!isPrimitive(a)) plain = false;
-  }
-  if (!sockety) return plain ? args : clone(args, where);
-  return args.map((a) => (a instanceof WebSocketHandle || isSocket(a) ? sockets.handleFor(a) : clone(a, where)));
-}
-
-function methodError(binding, who, method) {
-  const why = binding.Class.prototype[method] !== undefined ? 'is not callable through a stub (lifecycle hooks and inherited methods are not)' : 'does not exist';
-  return new DurableError(codes.METHOD, `${who}: ${binding.name}.${method}() ${why}`);
-}
-
-function closedError(who) {
-  return new DurableError(codes.CLOSED, `${who}: the host is closed`);
 }
 
 module.exports = { Host };

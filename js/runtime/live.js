@@ -44,7 +44,7 @@ class LiveWorker extends QueuedWorker {
   #closeFile;
 
   /**
-   * @param {object} host the Host's internal face: { native, commits, mailboxLimit, busy(w), idle(w), failed(w), ctxFor(w) }
+   * @param {import('./host-port').HostPort} host
    * @param {{ Class: Function, name: string }} binding
    * @param {string} id
    * @param {string} key

@@ -9,6 +9,7 @@
 // send is output, gated on the owning worker's writes here, in the shard, then
 // handed to the host, which sends it at once.
 const { DurableError, codes } = require('../api/errors');
+const { nameOf: workerName } = require('../runtime/calls');
 const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
 const { current } = require('../runtime/call-chain');
 const { makeStub } = require('../api/stub');
@@ -186,12 +187,12 @@ class SocketMirror {
   }
 }
 
-/** The name a class is known by on disk and to the host. */
+/** The name a class is known by on disk and to the host; a class that is not a worker's is refused. */
 function nameOf(Class) {
   if (typeof Class !== 'function' || !(Class.prototype instanceof DurableWorker)) {
     throw new DurableError(codes.NAME, `${Class?.name ?? String(Class)} is not a class extending DurableWorker`);
   }
-  return Object.hasOwn(Class, 'workerName') ? Class.workerName : Class.name;
+  return workerName(Class);
 }
 
 /**

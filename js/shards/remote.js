@@ -46,7 +46,7 @@ class RemoteWorker extends QueuedWorker {
   #inflight = null;
 
   /**
-   * @param {object} host the Host's internal face (see host.js)
+   * @param {import('../runtime/host-port').HostPort} host
    * @param {{ Class: Function, name: string }} binding
    * @param {string} id
    * @param {string} key

@@ -17,6 +17,7 @@ const { Commits } = require('../runtime/commits');
 const { DurableWorker, callableMethods } = require('../api/worker');
 const { declaredCollections } = require('../collections/declarations');
 const { label } = require('../api/errors');
+const { keyOf } = require('../runtime/calls');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
 const { ShardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 
@@ -58,9 +59,9 @@ function storageFor(key) {
   };
 }
 
-/** What LiveWorker sees as its host. */
+/** What LiveWorker sees as its host, answered by messages to the host thread. @type {import('../runtime/host-port').HostPort} */
 const inner = {
-  native: { worker: (className, id) => storageFor(`${className}\u0000${id}`) },
+  native: { worker: (className, id) => storageFor(keyOf(className, id)) },
   commits,
   // The host thread bounds the mailbox; here an entry never waits behind another.
   mailboxLimit: Infinity,

@@ -1,0 +1,113 @@
+'use strict';
+// The workers a host has materialized, and their eviction: the JS half of the
+// native live set (src/evict.rs). Each worker gets a slot number the native
+// side knows it by; when work arrives (`busy`) the native side may name idle
+// or least recently used workers to close, and they are retired behind their
+// queues: no timer runs for this, so an idle process exits.
+//
+// A key maps to a worker, or to a tombstone `{ closed }` while its file is
+// being deleted; whoever finds one that is closing waits for `closed`.
+
+class LiveSet {
+  #native;
+  /** @type {(w: object) => void} */
+  #onIdle;
+  /** @type {(info: { class: string, id: string, reason: string }) => void} */
+  #onEvicted;
+  /** @type {() => boolean} */
+  #hostClosed;
+  /** @type {Map<string, object>} key → worker (or tombstone) */
+  #byKey = new Map();
+  /** @type {Map<number, object>} slot → worker */
+  #bySlot = new Map();
+  #nextSlot = 1;
+  materialized = 0;
+  evicted = 0;
+
+  /**
+   * @param {{ native: object, onIdle: (w: object) => void, onEvicted: (info: object) => void, hostClosed: () => boolean }} options
+   */
+  constructor({ native, onIdle, onEvicted, hostClosed }) {
+    this.#native = native;
+    this.#onIdle = onIdle;
+    this.#onEvicted = onEvicted;
+    this.#hostClosed = hostClosed;
+  }
+
+  /** The worker (or tombstone) under `key`. */
+  get(key) {
+    return this.#byKey.get(key);
+  }
+
+  /** Puts a tombstone under `key` (a delete in progress). */
+  setTomb(key, tomb) {
+    this.#byKey.set(key, tomb);
+  }
+
+  /** Removes `key` if it still holds `entry`. */
+  deleteIf(key, entry) {
+    if (this.#byKey.get(key) === entry) this.#byKey.delete(key);
+  }
+
+  /** Every worker and tombstone. */
+  values() {
+    return this.#byKey.values();
+  }
+
+  /** Open workers. */
+  get size() {
+    return this.#bySlot.size;
+  }
+
+  /** Makes the worker for `key` with a new slot: `make(slot)`. */
+  materialize(key, make) {
+    const slot = this.#nextSlot++;
+    const w = make(slot);
+    this.#byKey.set(key, w);
+    this.#bySlot.set(slot, w);
+    this.materialized++;
+    return w;
+  }
+
+  /** Work arrived for `w`: the native live set may name workers to close. */
+  busy(w) {
+    if (w.closed !== null || this.#hostClosed()) return;
+    const victims = this.#native.begin(w.slot);
+    if (victims === null) return;
+    for (let i = 0; i < victims.length; i += 2) {
+      const v = this.#bySlot.get(victims[i]);
+      if (v === undefined || v.closed !== null) continue;
+      const reason = victims[i + 1] === 1 ? 'evicted' : 'idle';
+      this.retire(v, reason).then(() => {
+        this.evicted++;
+        this.#onEvicted({ class: v.binding.name, id: v.id, reason });
+      });
+    }
+  }
+
+  /** `w` has nothing left to run. */
+  idle(w) {
+    if (w.closed === null) this.#native.end(w.slot);
+    this.#onIdle(w);
+  }
+
+  /** Closes a worker behind its queue and forgets it. Never rejects. */
+  retire(w, reason) {
+    const closed = w.close(reason);
+    return closed.then(
+      () => this.drop(w),
+      () => this.drop(w),
+    );
+  }
+
+  /** Forgets `w` (closed, failed or deleted). */
+  drop(w) {
+    if (this.#byKey.get(w.key) === w) this.#byKey.delete(w.key);
+    if (this.#bySlot.get(w.slot) === w) {
+      this.#bySlot.delete(w.slot);
+      this.#native.forget(w.slot);
+    }
+  }
+}
+
+module.exports = { LiveSet };
