@@ -21,7 +21,7 @@ function stateWith(native) {
     native,
     () => {},
   );
-  s._load({ exists: true, keys: [], tags: [], values: [] });
+  DurableState.runtimeOf(s).load({ exists: true, keys: [], tags: [], values: [] });
   return s;
 }
 

@@ -1,18 +1,12 @@
 'use strict';
 // A worker's named alarms, as its file holds them.
 //
-// The worker's file is the truth; the catalog keeps an index entry per worker
-// (its earliest alarm) so the scheduler can find what is due without opening
-// every worker. No transaction spans the two files, so the order of writes is
-// the design (../state/resident-state.js runs it): the index moved earlier only, then the
-// worker's file, then the index set exactly. A crash anywhere leaves the index
-// early, never late; an early index costs one wake that finds nothing due and
-// puts the index right.
-//
-// This module keeps the alarms and what of them is not yet on disk: an alarm
-// replaced or removed still counts for the index until the commit that
-// replaces or removes it has landed, so the index is never set later than
-// something the disk may still hold.
+// The worker's file is the truth, and the catalog's index follows it in an
+// order that leaves it early, never late (./index-writes.js). This module
+// keeps the alarms and what of them is not yet on disk: an alarm replaced or
+// removed still counts for the index until the commit that replaces or
+// removes it has landed, so the index is never set later than something the
+// disk may still hold.
 
 /** @typedef {{ at: number, attempt: number, scheduled: number }} Alarm  (scheduled: what it was set for; at: when it fires next) */
 

@@ -42,6 +42,8 @@ function waitAtMost(promise, ms) {
 class LiveWorker extends QueuedWorker {
   /** Closes the worker's file on a commit thread. */
   #closeFile;
+  /** @type {import('../state/resident-state').StateRuntime} */
+  #stateRuntime;
 
   /**
    * @param {import('./host-port').HostPort} host
@@ -75,6 +77,7 @@ class LiveWorker extends QueuedWorker {
     };
     this.#closeFile = () => commits.submit((id) => native.close(id));
     this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall(), host.alarmIndex(binding.name, id), binding.collections);
+    this.#stateRuntime = DurableState.runtimeOf(this.state);
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),
@@ -110,13 +113,13 @@ class LiveWorker extends QueuedWorker {
           throw fromNative(err, this.who);
         }
       }
-      this.state._load(loaded);
+      this.#stateRuntime.load(loaded);
       // A field declared since the last wake is filled in before anything
       // can query it: one slow start rather than queries that miss documents.
       if (loaded.backfill?.length) await backfill(this.native, this.binding.collections, loaded.backfill, this.who);
       // Opening a worker reconciles the index with its file (a crash between
       // an alarm's writes leaves the index early; this puts it right).
-      if (this.state._alarms.size > 0) await this.state._settleAlarms();
+      if (this.#stateRuntime.alarms.size > 0) await this.#stateRuntime.settleAlarms();
       this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
       if (typeof this.instance.start === 'function') {
         await this.#hook(() => this.instance.start());
@@ -174,7 +177,7 @@ class LiveWorker extends QueuedWorker {
       if (this.failure !== null) return;
       await waitAtMost(entry.after, ORDER_WAIT_MS);
       entry.started();
-      const alarms = this.state._alarms;
+      const alarms = this.#stateRuntime.alarms;
       const due = alarms.due(Date.now());
       for (const a of due) {
         alarms.beginFiring(a.name);
@@ -200,7 +203,7 @@ class LiveWorker extends QueuedWorker {
         }
       }
       // Also the repair: an index that woke this worker early is put right.
-      await this.state._settleAlarms();
+      await this.#stateRuntime.settleAlarms();
     } catch (err) {
       this.#fail(err);
     } finally {
@@ -243,7 +246,7 @@ class LiveWorker extends QueuedWorker {
       // close on a commit thread, whose answer would need a turn of the event
       // loop (a loop of read-only calls awaiting only microtasks would then
       // never see an evicted worker finish closing, and `live` would grow).
-      else if (this.state._hasFile) await this.#closeFile();
+      else if (this.#stateRuntime.hasFile()) await this.#closeFile();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';

@@ -4,10 +4,9 @@
 //
 // Guarantee: a write is on disk before anything that could reveal it leaves the
 // worker. `set` and `delete` change the resident copy at once and mark the key
-// dirty; `flush()` hands every dirty key to one commit and answers the promise
-// of the commit that carries all writes so far. At most one commit is in flight
-// per worker; writes made meanwhile wait for the next one, so a burst of calls
-// shares its commits, and commits land in the order they were made.
+// dirty; `flush()` is the output gate's (./gate.js): it hands every dirty key,
+// collection write and alarm change to one commit and answers when the commit
+// carrying all writes so far has landed.
 //
 // The resident copy holds encoded bytes, decoded on every `get`: a caller who
 // mutates what `get` returned has changed nothing until it calls `set`. The
@@ -17,18 +16,11 @@ const { fromNative } = require('../api/errors');
 const { checkKey, checkAlarmName, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
+const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
+const { OutputGate } = require('./gate');
 const { DocLayer, merged, lookup } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
 const { NONE, noSuchCollection } = require('../collections/declarations');
-
-// Test-only: kill this process between the writes of an alarm change, to
-// check that a crash anywhere in them leaves the index early, never late.
-const CRASH = process.env.DURABLE_WORKERS_TEST_CRASH;
-function crashPoint(name) {
-  if (CRASH === name) process.kill(process.pid, 'SIGKILL');
-}
-
-const NO_INDEX = Object.freeze({ earlier: async () => {}, exact: async () => {}, wake: () => {} });
 
 /** One resident value. `value` is kept only for primitives, which are immutable. */
 class Entry {
@@ -48,16 +40,15 @@ function sizeOf(key, entry) {
   return entry ? Buffer.byteLength(key) + entry.bytes.length : 0;
 }
 
-/** A promise with its settle functions; rejections are handled by whoever awaits it. */
-function deferred() {
-  let resolve, reject;
-  const promise = new Promise((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
+/**
+ * What the worker's runtime (runtime/live.js) needs of its state beyond the
+ * public face: DurableState.runtimeOf(state).
+ * @typedef {object} StateRuntime
+ * @property {(page: { exists: boolean, keys: string[], tags: number[], values: Buffer[], alarms?: object }) => void} load fills the state from the worker's file
+ * @property {() => boolean} hasFile whether the worker's file exists
+ * @property {WorkerAlarms} alarms the worker's alarms, for firing them
+ * @property {() => Promise<void>} settleAlarms commits what firing changed and sets the index exactly
+ */
 
 class DurableState {
   #who;
@@ -78,16 +69,14 @@ class DurableState {
   #collections;
   /** @type {Map<string, Collection>} */
   #collectionHandles = new Map();
-  #inflight = null;
-  #next = null;
-  #tail = null;
-  #failed = null;
-  /** False until the worker's first commit creates its file. */
-  #hasFile = false;
   #onDirty;
   #alarms = new WorkerAlarms();
-  /** The catalog's alarm index, for this worker: { earlier(at), exact(at|null), wake(at) }. */
-  #index;
+  /** @type {AlarmIndexWrites} */
+  #alarmWrites;
+  /** @type {OutputGate} */
+  #gate;
+  /** @type {StateRuntime | null} */
+  #runtime = null;
 
   /**
    * @param {() => string} who names the worker in messages
@@ -101,13 +90,33 @@ class DurableState {
     this.#who = who;
     this.#native = native;
     this.#onDirty = onDirty;
-    this.#index = index;
     this.#collections = collections;
+    this.#gate = new OutputGate({
+      take: () => this.#takeBatch(),
+      commit: (batch, hasFile) => (hasFile ? native.write(batch) : native.create(batch)),
+      landed: (batch) => {
+        this.#docInflight = null;
+        if (batch.alarms !== undefined) this.#alarms.landed();
+      },
+      dirty: () => this.#pending.size > 0 || this.#alarms.dirty || !this.#docPending.empty,
+    });
+    this.#alarmWrites = new AlarmIndexWrites(this.#alarms, index, () => this.flush());
+  }
+
+  /** @returns {StateRuntime} the runtime's port on `state` */
+  static runtimeOf(state) {
+    state.#runtime ??= {
+      load: (page) => state.#load(page),
+      hasFile: () => state.#gate.hasFile,
+      alarms: state.#alarms,
+      settleAlarms: () => state.#alarmWrites.settle(),
+    };
+    return state.#runtime;
   }
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
-  _load({ exists, keys, tags, values, alarms }) {
-    this.#hasFile = exists;
+  #load({ exists, keys, tags, values, alarms }) {
+    this.#gate.loaded(exists);
     if (alarms) this.#alarms.load(alarms);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -242,10 +251,7 @@ class DurableState {
   async deleteAll() {
     for (const key of [...this.#resident.keys()]) this.delete(key);
     this.#docLayer().wipe();
-    const hadAlarms = this.#alarms.size > 0;
-    this.#alarms.clear();
-    await this.flush();
-    if (hadAlarms) await this.#index.exact(this.#alarms.indexAt());
+    await this.#alarmWrites.clear();
   }
 
   // --- alarms --------------------------------------------------------------
@@ -260,13 +266,7 @@ class DurableState {
   async setAlarm(at, { name = '' } = {}) {
     const when = this.#alarmTime(at);
     this.#checkAlarmName(name);
-    await this.#index.earlier(when);
-    crashPoint('alarm-after-index-earlier');
-    this.#alarms.put(name, when, 0);
-    await this.flush();
-    crashPoint('alarm-after-worker-write');
-    await this.#index.exact(this.#alarms.indexAt());
-    this.#index.wake(when);
+    await this.#alarmWrites.set(name, when);
   }
 
   /**
@@ -282,89 +282,18 @@ class DurableState {
   /** Removes alarm `name` (the unnamed one by default). */
   async deleteAlarm(name = '') {
     this.#checkAlarmName(name);
-    if (!this.#alarms.remove(name)) return;
-    await this.flush();
-    await this.#index.exact(this.#alarms.indexAt());
-  }
-
-  /** @internal whether the worker's file exists (its first commit has landed) */
-  get _hasFile() {
-    return this.#hasFile;
-  }
-
-  /** @internal the worker's alarms, for firing them (../runtime/live.js) */
-  get _alarms() {
-    return this.#alarms;
-  }
-
-  /** @internal commits what firing changed and sets the index exactly */
-  async _settleAlarms() {
-    await this.flush();
-    const at = this.#alarms.indexAt();
-    await this.#index.exact(at);
-    if (at !== null) this.#index.wake(at);
+    await this.#alarmWrites.delete(name);
   }
 
   // --- the gate ----------------------------------------------------------
 
   /**
-   * Starts (or joins) the commit that carries every write so far and returns
-   * its promise; null when nothing is dirty or in flight. Promises resolve in
-   * the order their commits were started.
+   * The output gate (./gate.js): the commit that carries every write so far,
+   * started or joined; null when nothing is dirty or in flight.
    * @returns {Promise<void> | null}
    */
   flush() {
-    if (this.#failed) return Promise.reject(this.#failed);
-    if (this.#pending.size === 0 && !this.#alarms.dirty && this.#docPending.empty) return this.#tail;
-    if (this.#inflight === null) return this.#start(null) ?? this.#tail;
-    if (this.#next === null) {
-      this.#next = deferred();
-      this.#tail = this.#next.promise;
-    }
-    return this.#next.promise;
-  }
-
-  /**
-   * Hands the dirty keys to a commit settled through `d` (made here if null).
-   * Returns its promise, or null when every dirty key was back to its stored bytes.
-   */
-  #start(d) {
-    const batch = this.#takeBatch();
-    if (batch === null) {
-      if (d !== null) {
-        if (this.#tail === d.promise) this.#tail = null;
-        d.resolve();
-      }
-      return null;
-    }
-    d ??= deferred();
-    const commit = this.#hasFile ? this.#native.write(batch) : this.#native.create(batch);
-    this.#inflight = d;
-    this.#tail = d.promise;
-    commit.then(
-      () => {
-        this.#hasFile = true;
-        this.#inflight = null;
-        this.#docInflight = null;
-        if (batch.alarms !== undefined) this.#alarms.landed();
-        const next = this.#next;
-        this.#next = null;
-        if (next === null && this.#tail === d.promise) this.#tail = null;
-        // NOTE: resolve this commit's waiters before starting the next one, so
-        // that results leave in commit order even when the next batch turns
-        // out to be empty and resolves at once.
-        d.resolve();
-        if (next !== null) this.#start(next);
-      },
-      (err) => {
-        this.#inflight = null;
-        this.#failed = err;
-        d.reject(err);
-        if (this.#next !== null) this.#next.reject(err);
-        this.#next = null;
-      },
-    );
-    return d.promise;
+    return this.#gate.flush();
   }
 
   /** Takes the dirty keys into a batch; null when every one is back to its stored bytes. */

@@ -1,0 +1,129 @@
+'use strict';
+// The output gate: the package's central promise.
+//
+// What an observer sees: nothing a worker did reaches anyone before the
+// writes it made up to then are on disk. A call's result, a call the worker
+// makes to another worker, a message it sends on a socket, and `sync()` each
+// wait for `flush()`, whose promise settles only when the commit carrying every
+// write made before it has landed (and been synced, under full durability). If
+// that commit fails, the promise rejects, and so does every later one: the
+// worker is failed and nothing it wrote after is ever acknowledged.
+//
+// Who waits here: runtime/live.js (results, and a worker's writes made outside
+// any call), api/host.js and shards/context.js (outgoing calls),
+// sockets/websockets.js and shards/context.js (sends), state/resident-state.js
+// (sync, transactions, alarms).
+//
+// Mechanism: at most one commit is in flight per worker. Writes made while it
+// is in flight wait for the next one, which starts when it lands, so a burst
+// of calls shares its commits; promises settle in the order their commits
+// started, so results leave in commit order.
+
+/** A promise with its settle functions; rejections are handled by whoever awaits it. */
+function deferred() {
+  let resolve, reject;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+class OutputGate {
+  #take;
+  #commit;
+  #landed;
+  #inflight = null;
+  #next = null;
+  #tail = null;
+  #failed = null;
+  /** False until the worker's first commit creates its file. */
+  #hasFile = false;
+
+  /**
+   * @param {{
+   *   take: () => object | null,  the writes made so far, as one batch (null: none left to write)
+   *   commit: (batch: object, hasFile: boolean) => Promise<void>,  writes a batch (creating the file when there is none)
+   *   landed: (batch: object) => void,  a batch is on disk
+   *   dirty: () => boolean,  whether anything is waiting to be taken
+   * }} options
+   */
+  constructor({ take, commit, landed, dirty }) {
+    this.#take = take;
+    this.#commit = commit;
+    this.#landed = landed;
+    this.dirty = dirty;
+  }
+
+  /** Whether the worker's file exists (its first commit has landed, or it was loaded). */
+  get hasFile() {
+    return this.#hasFile;
+  }
+
+  /** The worker's file was found when it was loaded. */
+  loaded(exists) {
+    this.#hasFile = exists;
+  }
+
+  /**
+   * Starts (or joins) the commit that carries every write so far and returns
+   * its promise; null when nothing is dirty or in flight. Promises resolve in
+   * the order their commits were started.
+   * @returns {Promise<void> | null}
+   */
+  flush() {
+    if (this.#failed) return Promise.reject(this.#failed);
+    if (!this.dirty()) return this.#tail;
+    if (this.#inflight === null) return this.#start(null) ?? this.#tail;
+    if (this.#next === null) {
+      this.#next = deferred();
+      this.#tail = this.#next.promise;
+    }
+    return this.#next.promise;
+  }
+
+  /**
+   * Hands what is dirty to a commit settled through `d` (made here if null).
+   * Returns its promise, or null when there was nothing left to write.
+   */
+  #start(d) {
+    const batch = this.#take();
+    if (batch === null) {
+      if (d !== null) {
+        if (this.#tail === d.promise) this.#tail = null;
+        d.resolve();
+      }
+      return null;
+    }
+    d ??= deferred();
+    const commit = this.#commit(batch, this.#hasFile);
+    this.#inflight = d;
+    this.#tail = d.promise;
+    commit.then(
+      () => {
+        this.#hasFile = true;
+        this.#inflight = null;
+        this.#landed(batch);
+        const next = this.#next;
+        this.#next = null;
+        if (next === null && this.#tail === d.promise) this.#tail = null;
+        // This commit's waiters are answered before the next commit starts,
+        // so results leave in commit order even when the next batch turns out
+        // to be empty and resolves at once.
+        d.resolve();
+        if (next !== null) this.#start(next);
+      },
+      (err) => {
+        this.#inflight = null;
+        this.#failed = err;
+        d.reject(err);
+        if (this.#next !== null) this.#next.reject(err);
+        this.#next = null;
+      },
+    );
+    return d.promise;
+  }
+}
+
+module.exports = { OutputGate };
