@@ -73,6 +73,13 @@ function checkAlarmName(who, name) {
   }
 }
 
+/** setAlarm's time: a Date or finite epoch milliseconds, as whole milliseconds (a TypeError otherwise). */
+function alarmTime(who, at) {
+  const ms = at instanceof Date ? at.getTime() : at;
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new TypeError(`${who}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
+  return Math.floor(ms);
+}
+
 /** The refusal of a value over MAX_VALUE_BYTES (ERR_DURABLE_STATE_TOO_LARGE). */
 function valueTooLarge(who, key, bytes) {
   return new DurableError(
@@ -111,6 +118,7 @@ module.exports = {
   checkDocumentId,
   checkKey,
   checkAlarmName,
+  alarmTime,
   valueTooLarge,
   stateTooLarge,
   documentTooLarge,

@@ -15,7 +15,7 @@
 // a transaction is ctx.storage.transaction, which rolls back key/value and
 // SQL writes together; a set of the value already stored is written again.
 const { DurableError, codes } = require('../api/errors');
-const { checkKey, checkAlarmName, utf8Length, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
+const { checkKey, checkAlarmName, alarmTime, utf8Length, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { encodedSize } = require('./size');
 const { Collection, ensureTables } = require('./collection');
 const { noSuchCollection } = require('../collections/declarations');
@@ -161,12 +161,9 @@ class CloudflareState {
   // --- alarms --------------------------------------------------------------
 
   async setAlarm(at, { name = '' } = {}) {
-    const ms = at instanceof Date ? at.getTime() : at;
-    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
-      throw new TypeError(`${this.#who()}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
-    }
+    const when = alarmTime(this.#who(), at);
     this.#checkAlarmName(name);
-    await this.#alarms.set(name, Math.floor(ms));
+    await this.#alarms.set(name, when);
   }
 
   getAlarm(name = '') {

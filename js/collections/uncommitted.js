@@ -100,4 +100,83 @@ function lookup(layers, coll, id) {
   return undefined;
 }
 
-module.exports = { DocLayer, merged, lookup };
+/**
+ * One worker's uncommitted collection writes: the layer of the commit in
+ * flight, the layer the next commit takes, and one per open transaction
+ * (newest last). A write goes to the newest layer.
+ */
+class UncommittedDocs {
+  /** @type {DocLayer | null} */
+  #inflight = null;
+  #pending = new DocLayer();
+  /** @type {DocLayer[]} one per open transaction, in the order they began */
+  #txns = [];
+
+  /** Whether the next commit has collection writes to carry. */
+  get dirty() {
+    return !this.#pending.empty;
+  }
+
+  /**
+   * Records a write in the newest layer. True when it is the first write
+   * waiting for the next commit (outside any transaction).
+   */
+  write(coll, id, op) {
+    const layer = this.#top();
+    const wasClean = layer === this.#pending && layer.empty;
+    layer.set(coll, id, op);
+    return wasClean;
+  }
+
+  /** Empties every collection, in the newest layer (deleteAll). */
+  wipe() {
+    this.#top().wipe();
+  }
+
+  /** What the layers say about a document, newest first (see lookup()). */
+  lookup(coll, id) {
+    return lookup(this.#layers(), coll, id);
+  }
+
+  /** Every layer merged into one, oldest first. */
+  merged() {
+    return merged(this.#layers());
+  }
+
+  /** A transaction began: its layer. */
+  begin() {
+    const layer = new DocLayer();
+    this.#txns.push(layer);
+    return layer;
+  }
+
+  /** The transaction of `layer` ended: its writes join the enclosing one (or the next commit) if `keep`, else are dropped. */
+  end(layer, { keep }) {
+    const i = this.#txns.lastIndexOf(layer);
+    if (i !== -1) this.#txns.splice(i, 1);
+    if (keep) (this.#txns.length ? this.#txns[this.#txns.length - 1] : this.#pending).absorb(layer);
+  }
+
+  /** The writes for the next commit, in the addon's form, or undefined; they are in flight until landed(). */
+  take() {
+    if (this.#pending.empty) return undefined;
+    this.#inflight = this.#pending;
+    this.#pending = new DocLayer();
+    return this.#inflight.toNative();
+  }
+
+  /** The commit in flight has landed: its layer is the file's now. */
+  landed() {
+    this.#inflight = null;
+  }
+
+  #top() {
+    return this.#txns.length ? this.#txns[this.#txns.length - 1] : this.#pending;
+  }
+
+  #layers() {
+    return [this.#inflight, this.#pending, ...this.#txns];
+  }
+}
+
+module.exports = { DocLayer, UncommittedDocs, merged, lookup };

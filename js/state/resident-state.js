@@ -13,12 +13,12 @@
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { Buffer } = require('node:buffer');
 const { fromNative } = require('../api/errors');
-const { checkKey, checkAlarmName, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
+const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
 const { OutputGate } = require('./gate');
-const { DocLayer, merged, lookup } = require('../collections/uncommitted');
+const { UncommittedDocs } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
 const { NONE, noSuchCollection } = require('../collections/declarations');
 
@@ -60,11 +60,10 @@ class DurableState {
   #sorted = null;
   /** Dirty keys → the entry they had when first dirtied (null: absent). */
   #pending = new Map();
-  /** Open transactions, outermost first: { undo: Map, pending: Map, docs: DocLayer }. */
+  /** Open transactions, outermost first: { undo: Map, pending: Map, docs: DocLayer (this.#docs's) }. */
   #txns = [];
-  /** Collection writes waiting for the next commit, and those of the commit in flight. */
-  #docPending = new DocLayer();
-  #docInflight = null;
+  /** Collection writes not yet on disk, in layers. */
+  #docs = new UncommittedDocs();
   /** @type {import('../collections/declarations').Collections} */
   #collections;
   /** @type {Map<string, Collection>} */
@@ -95,10 +94,10 @@ class DurableState {
       take: () => this.#takeBatch(),
       commit: (batch, hasFile) => (hasFile ? native.write(batch) : native.create(batch)),
       landed: (batch) => {
-        this.#docInflight = null;
+        this.#docs.landed();
         if (batch.alarms !== undefined) this.#alarms.landed();
       },
-      dirty: () => this.#pending.size > 0 || this.#alarms.dirty || !this.#docPending.empty,
+      dirty: () => this.#pending.size > 0 || this.#alarms.dirty || this.#docs.dirty,
     });
     this.#alarmWrites = new AlarmIndexWrites(this.#alarms, index, () => this.flush());
   }
@@ -192,7 +191,7 @@ class DurableState {
    * changed, when the value cannot be cloned or is over the caps.
    */
   set(key, value) {
-    this.#checkKey(key);
+    checkKey(this.#who(), key);
     const bytes = encode(value, () => `${this.#who()}, key ${JSON.stringify(key)}`);
     if (bytes.length > MAX_VALUE_BYTES) throw valueTooLarge(this.#who(), key, bytes.length);
     const old = this.#resident.get(key);
@@ -208,7 +207,7 @@ class DurableState {
 
   /** Deletes `key`; true if it was there. */
   delete(key) {
-    this.#checkKey(key);
+    checkKey(this.#who(), key);
     const old = this.#resident.get(key);
     if (old === undefined) return false;
     this.#record(key, old);
@@ -231,17 +230,19 @@ class DurableState {
    * @returns {Promise<T>}
    */
   async transaction(fn) {
-    const txn = { undo: new Map(), pending: new Map(), docs: new DocLayer() };
+    const txn = { undo: new Map(), pending: new Map(), docs: this.#docs.begin() };
     this.#txns.push(txn);
     let result;
     try {
       result = await fn();
     } catch (err) {
       this.#popTxn(txn);
+      this.#docs.end(txn.docs, { keep: false });
       this.#rollback(txn);
       throw err;
     }
     this.#popTxn(txn);
+    this.#docs.end(txn.docs, { keep: true });
     this.#commitInto(txn);
     await this.flush();
     return result;
@@ -250,7 +251,7 @@ class DurableState {
   /** Deletes every key, every document and every alarm, in one commit. */
   async deleteAll() {
     for (const key of [...this.#resident.keys()]) this.delete(key);
-    this.#docLayer().wipe();
+    this.#docs.wipe();
     await this.#alarmWrites.clear();
   }
 
@@ -264,8 +265,8 @@ class DurableState {
    * @param {{ name?: string }} [options]
    */
   async setAlarm(at, { name = '' } = {}) {
-    const when = this.#alarmTime(at);
-    this.#checkAlarmName(name);
+    const when = alarmTime(this.#who(), at);
+    checkAlarmName(this.#who(), name);
     await this.#alarmWrites.set(name, when);
   }
 
@@ -275,13 +276,13 @@ class DurableState {
    * @param {string} [name]
    */
   getAlarm(name = '') {
-    this.#checkAlarmName(name);
+    checkAlarmName(this.#who(), name);
     return this.#alarms.time(name);
   }
 
   /** Removes alarm `name` (the unnamed one by default). */
   async deleteAlarm(name = '') {
-    this.#checkAlarmName(name);
+    checkAlarmName(this.#who(), name);
     await this.#alarmWrites.delete(name);
   }
 
@@ -324,24 +325,9 @@ class DurableState {
     }
     this.#pending = new Map();
     const alarms = this.#alarms.take();
-    const docs = this.#docPending;
-    if (keys.length === 0 && deletes.length === 0 && alarms === null && docs.empty) return null;
-    if (!docs.empty) {
-      this.#docInflight = docs;
-      this.#docPending = new DocLayer();
-    }
+    if (keys.length === 0 && deletes.length === 0 && alarms === null && !this.#docs.dirty) return null;
     // (undefined, not null: the native side reads a missing field as none)
-    return { keys, tags, values, deletes, alarms: alarms ?? undefined, docs: docs.empty ? undefined : docs.toNative() };
-  }
-
-  /** The layer a collection write goes to: the innermost transaction's, or the next commit's. */
-  #docLayer() {
-    return this.#txns.length ? this.#txns[this.#txns.length - 1].docs : this.#docPending;
-  }
-
-  /** Every layer of unlanded collection writes, oldest first. */
-  #docLayers() {
-    return [this.#docInflight, this.#docPending, ...this.#txns.map((t) => t.docs)];
+    return { keys, tags, values, deletes, alarms: alarms ?? undefined, docs: this.#docs.take() };
   }
 
   /** What a Collection needs of this state: see ../collections/collection.js. */
@@ -349,15 +335,12 @@ class DurableState {
     return {
       who: this.#who,
       write: (coll, id, op) => {
-        const layer = this.#docLayer();
-        const wasClean = layer === this.#docPending && layer.empty;
-        layer.set(coll, id, op);
-        if (wasClean && this.#pending.size === 0) this.#onDirty();
+        if (this.#docs.write(coll, id, op) && this.#pending.size === 0) this.#onDirty();
       },
-      lookup: (coll, id) => lookup(this.#docLayers(), coll, id),
-      snapshot: () => merged(this.#docLayers()),
+      lookup: (coll, id) => this.#docs.lookup(coll, id),
+      snapshot: () => this.#docs.merged(),
       overlay: (coll) => {
-        const m = merged(this.#docLayers());
+        const m = this.#docs.merged();
         return m.empty ? undefined : m.toNative(coll);
       },
       query: (q) => this.#native.query(q).catch((err) => Promise.reject(fromNative(err, this.#who()))),
@@ -397,7 +380,6 @@ class DurableState {
   /** A finished transaction's writes join the enclosing one, or the next flush. */
   #commitInto(txn) {
     const parent = this.#txns.length ? this.#txns[this.#txns.length - 1] : null;
-    (parent === null ? this.#docPending : parent.docs).absorb(txn.docs);
     for (const [key, before] of txn.undo) {
       if (parent !== null) {
         if (!parent.undo.has(key)) parent.undo.set(key, before);
@@ -408,25 +390,9 @@ class DurableState {
     }
   }
 
-  #alarmTime(at) {
-    const ms = at instanceof Date ? at.getTime() : at;
-    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
-      throw new TypeError(`${this.#who()}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
-    }
-    return Math.floor(ms);
-  }
-
-  #checkAlarmName(name) {
-    checkAlarmName(this.#who(), name);
-  }
-
   #sortedKeys() {
     if (this.#sorted === null) this.#sorted = [...this.#resident.keys()].sort();
     return this.#sorted;
-  }
-
-  #checkKey(key) {
-    checkKey(this.#who(), key);
   }
 }
 
