@@ -123,8 +123,8 @@ class Untyped extends DurableWorker {
 }
 void Untyped;
 
-// @ts-expect-error a document's declared field must match the document type
 async function badPut(w: Orders): Promise<void> {
+  // @ts-expect-error a document's declared field must match the document type
   w.state.collection<Order>('orders').put('x', { status: 'lost', placedAt: new Date(), total: 1 });
 }
 void badPut;
