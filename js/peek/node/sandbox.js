@@ -70,13 +70,70 @@ function probe() {
   return status;
 }
 
+let loaded = null;
+
+/**
+ * The directories of every file a Node process maps at start: Node itself,
+ * its dynamic loader and its shared libraries, wherever they are (a Node
+ * from a wheel or a Nix store brings its own loader and libraries). Read once
+ * from a child's /proc/self/maps.
+ */
+function nodeFiles() {
+  if (loaded !== null) return loaded;
+  const dirs = new Set([path.dirname(process.execPath)]);
+  const r = spawnSync(process.execPath, ['-e', "process.stdout.write(require('fs').readFileSync('/proc/self/maps', 'utf8'))"], { encoding: 'utf8', env: {}, timeout: 10_000 });
+  for (const line of `${r.stdout ?? ''}`.split('\n')) {
+    const file = line.split(/\s+/)[5];
+    if (file?.startsWith('/') && !file.startsWith('/dev/') && fs.existsSync(file)) dirs.add(path.dirname(file));
+  }
+  const interp = elfInterpreter(process.execPath);
+  if (interp !== null) dirs.add(path.dirname(interp));
+  loaded = [...dirs];
+  return loaded;
+}
+
+/**
+ * The program interpreter (PT_INTERP) a 64-bit little-endian ELF file names,
+ * or null. /proc/self/maps shows where it resolves; exec needs the path as
+ * named, which may be a link in another directory.
+ */
+function elfInterpreter(file) {
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const head = Buffer.alloc(64);
+      fs.readSync(fd, head, 0, 64, 0);
+      if (head.readUInt32BE(0) !== 0x7f454c46 || head[4] !== 2 || head[5] !== 1) return null;
+      const phoff = Number(head.readBigUInt64LE(0x20));
+      const phentsize = head.readUInt16LE(0x36);
+      const phnum = head.readUInt16LE(0x38);
+      const ph = Buffer.alloc(phentsize * phnum);
+      fs.readSync(fd, ph, 0, ph.length, phoff);
+      for (let i = 0; i < phnum; i++) {
+        const at = i * phentsize;
+        if (ph.readUInt32LE(at) !== 3) continue; // PT_INTERP
+        const offset = Number(ph.readBigUInt64LE(at + 8));
+        const size = Number(ph.readBigUInt64LE(at + 32));
+        const name = Buffer.alloc(size);
+        fs.readSync(fd, name, 0, size, offset);
+        return name.toString('utf8').replace(/\0+$/, '');
+      }
+      return null;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The read-only binds a run's process needs besides the system's: Node's
- * directory, this package's js/ and package.json, and, where Node has no
+ * files, this package's js/ and package.json, and, where Node has no
  * synchronous module hooks, the lexer the import walk uses (prescan.js).
  */
 function runtimeBinds() {
-  const binds = [path.dirname(process.execPath), path.join(PACKAGE_ROOT, 'js'), path.join(PACKAGE_ROOT, 'package.json')];
+  const binds = [...nodeFiles(), path.join(PACKAGE_ROOT, 'js'), path.join(PACKAGE_ROOT, 'package.json')];
   if (typeof require('node:module').registerHooks !== 'function') {
     // The package's directory: its package.json is not among what it exports.
     let dir = path.dirname(require.resolve('es-module-lexer'));
