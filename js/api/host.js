@@ -2,7 +2,7 @@
 // The host: one open durable directory, the workers in it, and the calls to them.
 const { EventEmitter } = require('node:events');
 const { DurableError, codes, label, fromNative } = require('./errors');
-const { CLASS_NAME, checkWorkerId, describe } = require('./rules');
+const { CLASS_NAME, checkWorkerId, describe, mailboxFull } = require('./rules');
 const { declaredCollections, nativeSpec } = require('../collections/declarations');
 const { DurableWorker, callableMethods } = require('./worker');
 const { LiveWorker } = require('../runtime/live');
@@ -278,7 +278,7 @@ class Host extends EventEmitter {
         (w) => {
           if (w.call(method, args, frame, resolve, reject)) return;
           this.#counts.refused++;
-          reject(new DurableError(codes.BUSY, `${w.who}: the mailbox is full (${this.#options.mailbox} calls waiting); the worker is not keeping up with its callers`));
+          reject(mailboxFull(w.who, this.#options.mailbox));
         },
         () => reject(closedError(label(binding.name, id))),
       );

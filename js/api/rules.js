@@ -101,6 +101,11 @@ function documentTooLarge(where, bytes) {
   return new DurableError(codes.STATE_TOO_LARGE, `${where}: the document is ${bytes} bytes encoded; a document may be at most ${MAX_DOCUMENT_BYTES} (1 MiB)`);
 }
 
+/** The refusal of a call to a worker whose mailbox has `limit` calls waiting (ERR_DURABLE_BUSY). */
+function mailboxFull(who, limit) {
+  return new DurableError(codes.BUSY, `${who}: the mailbox is full (${limit} calls waiting); the worker is not keeping up with its callers`);
+}
+
 /** Delay before retry `attempt` (1, 2, …) of a failed alarm: 1 s, 2 s, 4 s … at most 5 minutes. */
 function alarmBackoff(attempt) {
   return Math.min(1000 * 2 ** (attempt - 1), 300_000);
@@ -122,5 +127,6 @@ module.exports = {
   valueTooLarge,
   stateTooLarge,
   documentTooLarge,
+  mailboxFull,
   alarmBackoff,
 };

@@ -6,7 +6,7 @@
 // buildWorkerd / startWorkerd (a local workerd), and cloudflareAdapter, the
 // Peek PlatformAdapter on workerd (./peek/adapter.js, docs/cloudflare.md).
 const { DurableError, codes } = require('../api/errors');
-const { hostOf, handleCall, isWorkerClass } = require('./runtime');
+const { hostOf, handleCall, isWorkerClass } = require('./calls');
 const { buildWorkerd, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE } = require('./build');
 const { startWorkerd, freePort } = require('./process');
 const wire = require('./wire');

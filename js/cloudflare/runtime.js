@@ -17,148 +17,41 @@
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
 const { DurableError, codes, label } = require('../api/errors');
-const { CLASS_NAME, checkWorkerId, alarmBackoff } = require('../api/rules');
-const { DurableWorker, construct, callableMethods } = require('../api/worker');
+const { CLASS_NAME, alarmBackoff, mailboxFull } = require('../api/rules');
+const { Mailbox: Queue } = require('../runtime/mailbox');
+const { construct, callableMethods } = require('../api/worker');
 const { declaredCollections } = require('../collections/declarations');
 const { CloudflareState } = require('./state');
 const { NamedAlarms } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
-const { encodedSize } = require('./size');
 const wire = require('./wire');
-const { AsyncLocalStorage } = require('node:async_hooks');
-
-/**
- * The call chain of the code running now (nodejs_compat gives workerd
- * node:async_hooks): every mailbox entry runs inside the chain of the call it
- * serves, and a stub reads it when it is called, not when it was made, so a
- * stub kept on `this` (made in start() or in an earlier call) carries the
- * chain of the call using it, as on Node (js/runtime/call-chain.js).
- */
-const chains = new AsyncLocalStorage();
-const currentChain = () => chains.getStore() ?? [];
+const { chains, currentChain, CALL_HEADER, register, isWorkerClass, stubFor, hostOf, handleCall } = require('./calls');
 
 const MAILBOX = 1024;
 /** Names the Durable Object itself answers to: a worker method by one of these names cannot be mapped. */
 const RESERVED = new Set(['fetch', '__call', '__deleteAll', '__connect']);
-const CALL_HEADER = 'x-durable-workers-call';
 
-/** Class → { name, binding } for every class made into a Durable Object here. */
-const registry = new Map();
 const RT = Symbol('durable-workers runtime');
 
-function isWorkerClass(C) {
-  return typeof C === 'function' && C.prototype instanceof DurableWorker;
-}
-
-/** An error that crossed an RPC boundary, with its DurableError class back. */
-function revive(err) {
-  if (err instanceof DurableError || typeof err?.code !== 'string' || !err.code.startsWith('ERR_DURABLE_')) return err;
-  return new DurableError(err.code, err.message);
-}
-
-function entryOf(Class) {
-  const e = registry.get(Class);
-  if (e === undefined) {
-    throw new DurableError(
-      codes.NAME,
-      `${Class?.name ?? String(Class)} is not a Durable Object class of this deployment: pass it to toDurableObject() and export the result (durable-workers workerd does this for every exported DurableWorker class)`,
-    );
-  }
-  return e;
-}
-
 /**
- * Refuses arguments that cannot be cloned, before the RPC, as the Node host
- * does (its stubs structuredClone them): DO RPC would pass a function as an
- * RPC stub to the caller and refuse a symbol with a platform error.
- * encodedSize walks each argument as the serializer would and refuses
- * functions, symbols, promises and weak collections by name.
- */
-function checkArgs(args, who, method) {
-  for (const a of args) {
-    if (a === null || (typeof a !== 'object' && typeof a !== 'function' && typeof a !== 'symbol')) continue;
-    if (a instanceof WebSocketHandle) continue;
-    encodedSize(a, () => who, `the arguments of ${method}() cannot be sent`);
-  }
-}
-
-/** A platform serialization error (DataCloneError and its kin) as ERR_DURABLE_UNCLONEABLE, naming the worker. */
-function cloneError(err, who, method) {
-  if (err instanceof DurableError) return err;
-  const msg = String(err?.message ?? '');
-  if (err?.name === 'DataCloneError' || / could not be cloned\.?$/.test(msg)) {
-    return new DurableError(codes.UNCLONEABLE, `${who}: a value of ${method}() could not be cloned (${msg})`, { cause: err });
-  }
-  return err;
-}
-
-/**
- * A stub for worker `id` of `Class`, calling it over RPC.
- * @param {object} env the Worker's bindings
- * @param {Function} Class
- * @param {string} id
- * @param {() => string[]} chainOf the labels of the calls waiting on this one, read at each call
- */
-function stubFor(env, Class, id, chainOf) {
-  const { name, binding } = entryOf(Class);
-  checkWorkerId(name, id);
-  const ns = env[binding];
-  if (ns === undefined || typeof ns.idFromName !== 'function') {
-    throw new DurableError(codes.NAME, `${name}: the Worker has no Durable Object binding ${binding} (a durableObjectNamespace binding named ${binding} is needed)`);
-  }
-  const who = label(name, id);
-  let remote = null;
-  const methods = new Map();
-  return new Proxy(Object.create(null), {
-    get(_, prop) {
-      if (typeof prop === 'symbol' || prop === 'then') return undefined;
-      let fn = methods.get(prop);
-      if (fn === undefined) {
-        fn = async (...args) => {
-          const chain = chainOf();
-          if (chain.includes(who)) {
-            throw new DurableError(codes.CYCLE, `a call to ${who} would wait on itself: ${[...chain, who].join(' → ')} (a worker runs one call at a time, so this would never finish)`);
-          }
-          checkArgs(args, who, prop);
-          remote ??= ns.get(ns.idFromName(id));
-          try {
-            return await remote.__call(prop, args, chain, id);
-          } catch (err) {
-            throw cloneError(revive(err), who, prop);
-          }
-        };
-        methods.set(prop, fn);
-      }
-      return fn;
-    },
-    has: () => false,
-    set: () => false,
-  });
-}
-
-/**
- * The mailbox: entries run one at a time, in arrival order. A call is refused
- * when MAILBOX entries already wait (the running one not counted, as on Node);
- * alarms, socket events and deletes are forced in, as on Node.
+ * The mailbox (runtime/mailbox.js, as on Node): entries run one at a time, in
+ * arrival order. A call is refused when MAILBOX entries already wait (the
+ * running one not counted); alarms, socket events and deletes are forced in.
  */
 class Mailbox {
-  #tail = Promise.resolve();
-  #waiting = 0;
+  #queue = new Queue(
+    MAILBOX,
+    (job) => job(),
+    () => {},
+    () => {},
+  );
 
+  /** Runs `fn` in its turn; resolves or rejects with its outcome. */
   run(who, fn, force = false) {
-    if (!force && this.#waiting >= MAILBOX) {
-      return Promise.reject(new DurableError(codes.BUSY, `${who()}: the mailbox is full (${MAILBOX} calls waiting); retry later`));
-    }
-    this.#waiting++;
-    const p = this.#tail.then(() => {
-      this.#waiting--;
-      return fn();
+    return new Promise((resolve, reject) => {
+      const job = () => Promise.resolve().then(fn).then(resolve, reject);
+      if (!this.#queue.push(job, force)) reject(mailboxFull(who(), MAILBOX));
     });
-    this.#tail = p.then(
-      () => {},
-      () => {},
-    );
-    return p;
   }
 }
 
@@ -385,7 +278,7 @@ function makeToDurableObject(Base) {
       }
     }
     const entry = { name, binding: options.binding ?? name, methods, collections: declaredCollections(Class, name) };
-    registry.set(Class, entry);
+    register(Class, entry);
 
     class Worker extends Base {
       constructor(ctx, env) {
@@ -448,70 +341,6 @@ function makeToDurableObject(Base) {
 function toBuffer(data) {
   const { Buffer } = require('node:buffer');
   return Buffer.from(data instanceof ArrayBuffer ? data : data.buffer);
-}
-
-/**
- * What a Worker's fetch handler uses to reach workers: the Node host's
- * get(Class, id), plus connect() for WebSocket upgrades. The rest of the Node
- * Host has no Durable Object counterpart and is refused by name.
- * @param {object} env the Worker's bindings
- */
-function hostOf(env) {
-  const refuse = (what, why) => () => {
-    throw new DurableError(codes.METHOD, `hostOf(env).${what}() does not exist on Cloudflare: ${why}`);
-  };
-  return Object.freeze({
-    get: (Class, id) => stubFor(env, Class, id, currentChain),
-    /**
-     * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker; resolves to the Response to return (101 when accepted).
-     */
-    async connect(Class, id, method, request, ...args) {
-      const { name, binding } = entryOf(Class);
-      checkWorkerId(name, id);
-      if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return new Response('expected a WebSocket upgrade', { status: 426 });
-      const headers = new Headers(request.headers);
-      headers.set(CALL_HEADER, wire.encode({ method, args, chain: [], id }));
-      const ns = env[binding];
-      return ns.get(ns.idFromName(id)).fetch(new Request(request.url, { headers }));
-    },
-    async delete(Class, id) {
-      const { name, binding } = entryOf(Class);
-      checkWorkerId(name, id);
-      const ns = env[binding];
-      return ns.get(ns.idFromName(id)).__deleteAll(id);
-    },
-    ids: refuse('ids', 'a namespace cannot list its objects (keep an index worker if you need one)'),
-    stats: refuse('stats', 'the platform keeps its own metrics'),
-    startAlarms: refuse('startAlarms', 'alarms always fire on Durable Objects; there is nothing to start'),
-    close: refuse('close', 'the platform owns the objects’ lifetime'),
-  });
-}
-
-/**
- * A JSON-over-HTTP gateway to the workers of `classes`, for tests, benchmarks
- * and local tools: POST a wire-encoded { class, id, method, args } and get
- * back { ok, value } or { ok: false, error }. Not for the open internet: it
- * lets the caller invoke any method.
- * @param {Request} request
- * @param {object} env
- * @param {Function[]} classes
- */
-async function handleCall(request, env, classes) {
-  let body;
-  try {
-    body = wire.decode(await request.text());
-  } catch (err) {
-    return new Response(wire.encode({ ok: false, error: err }), { status: 400 });
-  }
-  const Class = classes.find((C) => registry.get(C)?.name === body.class);
-  try {
-    if (Class === undefined) throw new DurableError(codes.NAME, `no worker class named ${JSON.stringify(body.class)} here`);
-    const host = hostOf(env);
-    const value = body.method === '__delete' ? await host.delete(Class, body.id) : await host.get(Class, body.id)[body.method](...(body.args ?? []));
-    return new Response(wire.encode({ ok: true, value }));
-  } catch (err) {
-    return new Response(wire.encode({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }));
-  }
 }
 
 module.exports = { makeToDurableObject, hostOf, handleCall, isWorkerClass, WebSocketHandle, CALL_HEADER };

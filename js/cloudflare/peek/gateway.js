@@ -20,7 +20,7 @@
 // worker's service: a worker's isolate has no way to read them.
 // Every other route needs the deployment's admin token.
 const wire = require('../wire');
-const { hostOf } = require('../runtime');
+const { hostOf } = require('../calls');
 const { PeekStore } = require('../../peek/store-embedded');
 const { STORE_METHODS } = require('../../peek/store-methods');
 const { nextAfter } = require('../../peek/schedule-spec');
