@@ -29,6 +29,13 @@ pub enum Error {
     /// A failure shared by several callers (one catalog commit answers many),
     /// kept as its message.
     Shared { context: String, detail: String },
+    /// A file written by a newer version of the package, in a format this
+    /// build does not read.
+    Format {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
     /// A name the caller chose (a collection or field declaration) that the
     /// storage cannot use.
     Name { detail: String },
@@ -49,6 +56,7 @@ impl Error {
             Error::Closed => "ERR_DURABLE_CLOSED",
             Error::Io { .. } | Error::Sqlite { .. } | Error::Shared { .. } => "ERR_DURABLE_IO",
             Error::Name { .. } => "ERR_DURABLE_NAME",
+            Error::Format { .. } => "ERR_DURABLE_STATE_FORMAT",
             Error::Internal { .. } => "ERR_DURABLE_INTERNAL",
         }
     }
@@ -103,6 +111,15 @@ impl fmt::Display for Error {
             Error::Sqlite { context, source } => write!(f, "{context}: {source}"),
             Error::Shared { context, detail } => write!(f, "{context}: {detail}"),
             Error::Name { detail } => write!(f, "{detail}"),
+            Error::Format {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} is in storage format {found}, written by a newer version of durable-workers; this one reads format {supported} and older: upgrade the package to open it",
+                path.display()
+            ),
             Error::Internal { detail } => write!(f, "internal error: {detail}"),
         }
     }

@@ -156,6 +156,7 @@ impl WorkerFile {
                 },
             });
         }
+        check_format(&conn, path)?;
         let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
         let file = WorkerFile {
             conn,
@@ -575,6 +576,22 @@ fn abbreviate(s: &str) -> String {
     }
 }
 
+/// Refuses a file of a newer storage format than this build's, by name,
+/// before anything of it is read as if it were ours.
+fn check_format(conn: &Connection, path: &Path) -> Result<()> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| Error::sqlite("read format", path, e))?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,6 +752,29 @@ mod tests {
         assert_eq!(mode(&wal), layout::FILE_MODE);
         for d in path.ancestors().skip(1).take(2) {
             assert_eq!(mode(d), layout::DIR_MODE, "{}", d.display());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_of_a_newer_format_is_refused_by_name() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "new");
+        let batch = Batch {
+            sets: vec![row("x", b"1")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "new", Durability::Full, &NONE, &batch)?;
+        let conn = Connection::open(&path).map_err(|e| Error::sqlite("open", &path, e))?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .map_err(|e| Error::sqlite("bump", &path, e))?;
+        drop(conn);
+        match WorkerFile::open(&path, "Cart", "new", Durability::Full, &NONE) {
+            Err(e @ Error::Format { .. }) => {
+                assert_eq!(e.code(), "ERR_DURABLE_STATE_FORMAT");
+                assert!(e.to_string().contains("storage format 2"), "{e}");
+            }
+            other => panic!("expected a format error, got {:?}", other.map(|_| ())),
         }
         Ok(())
     }
