@@ -32,6 +32,14 @@ use crate::error::{Error, Result};
 
 pub type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// Commit threads of a host: commits of different workers run in parallel
+/// up to this, and more would only contend for the disk's sync queue.
+pub const THREADS: usize = 4;
+/// How long a commit thread polls for the next job after one, before it
+/// sleeps: long enough to catch a caller that writes again at once, short
+/// enough not to hold a core (see the module's note).
+pub const SPIN: Duration = Duration::from_micros(100);
+
 struct Shared {
     queue: Mutex<VecDeque<Job>>,
     wake: Condvar,

@@ -21,9 +21,8 @@
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`sqlite`] connection settings,
 //! [`repair`] rebuilding a catalog from worker files, [`error`] the one error
-//! type and its codes, [`binding`] the napi surface.
+//! type and its codes, [`napi`] the napi surface.
 
-pub mod binding;
 pub mod catalog;
 pub mod committer;
 pub mod docs;
@@ -31,6 +30,7 @@ pub mod engine;
 pub mod error;
 pub mod evict;
 pub mod layout;
+pub mod napi;
 pub mod repair;
 pub mod sqlite;
 pub mod store;

@@ -1,0 +1,405 @@
+//! The objects that cross napi, and their conversions to the storage core's.
+
+use super::*;
+
+/// Options of `NativeHost.open`, already validated by the JS layer.
+#[napi(object)]
+pub struct HostOptions {
+    pub durability: String,
+    pub max_live: u32,
+    pub evict_after_ms: f64,
+}
+
+/// Counters for `host.stats()`.
+#[napi(object)]
+pub struct NativeStats {
+    pub commits: f64,
+    pub syncs: f64,
+    pub catalog_commits: f64,
+    pub created: f64,
+    pub bytes_written: f64,
+    pub queries: f64,
+    pub docs_read: f64,
+}
+
+/// A worker's stored key/value page, as three parallel arrays.
+#[napi(object)]
+pub struct Loaded {
+    /// Whether the worker has a file (its first write must `create` it if not).
+    pub exists: bool,
+    pub keys: Vec<String>,
+    pub tags: Vec<u32>,
+    pub values: Vec<Buffer>,
+    pub alarms: Alarms,
+    /// Declared fields to fill from stored documents before the worker runs.
+    pub backfill: Vec<BackfillNeed>,
+}
+
+/// One collection's fields to backfill, by declaration index.
+#[napi(object)]
+pub struct BackfillNeed {
+    pub collection: u32,
+    pub fields: Vec<u32>,
+}
+
+/// One declared collection, as `NativeHost.declare` takes it: field names and
+/// types (`text | integer | real | boolean | date`) in parallel.
+#[napi(object)]
+pub struct CollectionSpec {
+    pub name: String,
+    pub fields: Vec<String>,
+    pub types: Vec<String>,
+}
+
+/// Collection changes: `clear` empties every collection first; then per
+/// document its collection index, id, codec tag (0: deleted), bytes (empty
+/// when deleted), and, for writes only, its column values in order, encoded
+/// as `docs::decode_values` reads them.
+#[napi(object)]
+pub struct DocChangesJs {
+    pub clear: bool,
+    pub colls: Vec<u32>,
+    pub ids: Vec<String>,
+    pub tags: Vec<u32>,
+    pub docs: Vec<Buffer>,
+    pub columns: Buffer,
+}
+
+/// A collection read. `kind`: `find` (conditions, order, limit), `count`
+/// (conditions), `get` (`id`), `scan` (every document in id order after
+/// `after`, at most `limit`). Conditions are parallel arrays: field index,
+/// operator code (see `CmpOp::from_code`), and how many of `values` each takes.
+#[napi(object)]
+pub struct QueryJs {
+    pub kind: String,
+    pub collection: u32,
+    pub id: Option<String>,
+    pub after: Option<String>,
+    pub fields: Option<Vec<u32>>,
+    pub ops: Option<Vec<u32>>,
+    pub counts: Option<Vec<u32>>,
+    pub values: Option<Buffer>,
+    pub order: Option<u32>,
+    pub desc: Option<bool>,
+    pub limit: Option<u32>,
+    /// The worker's writes not yet committed, read as if they were.
+    pub overlay: Option<DocChangesJs>,
+}
+
+/// Documents read, as parallel arrays; `count` for a count. The documents'
+/// bytes are one buffer, document `i` ending at `ends[i]` (starting where the
+/// one before ends): one allocation for a read of 100,000 documents instead
+/// of 100,000, each with a finalizer for the garbage collector to run.
+#[napi(object)]
+pub struct QueryResult {
+    pub ids: Vec<String>,
+    pub tags: Vec<u32>,
+    pub bytes: Buffer,
+    pub ends: Vec<u32>,
+    pub count: f64,
+}
+
+/// A read's rows packed as [`QueryResult`] carries them, built off the JS thread.
+pub struct Packed {
+    ids: Vec<String>,
+    tags: Vec<u32>,
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+    count: i64,
+}
+
+pub(crate) fn pack(rows: Vec<docs::DocRow>, count: i64) -> Result<Packed> {
+    let total: usize = rows.iter().map(|r| r.doc.len()).sum();
+    if u32::try_from(total).is_err() {
+        return Err(Error::Shared {
+            context: "read documents".into(),
+            detail: format!(
+                "{total} bytes of documents; one read returns at most 4 GiB (use limit)"
+            ),
+        });
+    }
+    let mut out = Packed {
+        ids: Vec::with_capacity(rows.len()),
+        tags: Vec::with_capacity(rows.len()),
+        bytes: Vec::with_capacity(total),
+        ends: Vec::with_capacity(rows.len()),
+        count,
+    };
+    for r in rows {
+        out.ids.push(r.id);
+        out.tags.push(r.tag);
+        out.bytes.extend_from_slice(&r.doc);
+        // Fits: the total was checked above.
+        out.ends.push(out.bytes.len() as u32);
+    }
+    Ok(out)
+}
+
+/// Named alarms as parallel arrays: set (`names`, `ats` and `scheduled` in
+/// epoch ms, `attempts`) and, in a write, removed (`deletes`).
+#[napi(object)]
+#[derive(Default)]
+pub struct Alarms {
+    pub names: Vec<String>,
+    pub ats: Vec<f64>,
+    pub attempts: Vec<u32>,
+    pub scheduled: Vec<f64>,
+    pub deletes: Vec<String>,
+}
+
+/// What a directory holds, from its catalog (see `NativeHost.summary`).
+#[napi(object)]
+pub struct Summary {
+    /// Class names, sorted, and their worker counts, in parallel.
+    pub classes: Vec<String>,
+    pub workers: Vec<f64>,
+    /// Indexed alarms in all.
+    pub alarm_count: f64,
+    /// The earliest indexed alarms, as parallel arrays.
+    pub alarms: DueAlarms,
+}
+
+/// Alarms due, as parallel arrays, earliest first.
+#[napi(object)]
+pub struct DueAlarms {
+    pub classes: Vec<String>,
+    pub ids: Vec<String>,
+    pub ats: Vec<f64>,
+}
+
+pub(crate) fn to_loaded((exists, page): (bool, Page)) -> Loaded {
+    let rows = page.rows;
+    let mut out = Loaded {
+        exists,
+        keys: Vec::with_capacity(rows.len()),
+        tags: Vec::with_capacity(rows.len()),
+        values: Vec::with_capacity(rows.len()),
+        alarms: Alarms::default(),
+        backfill: page
+            .backfill
+            .into_iter()
+            .map(|b| BackfillNeed {
+                collection: b.coll as u32,
+                fields: b.fields.into_iter().map(|f| f as u32).collect(),
+            })
+            .collect(),
+    };
+    for Row { key, tag, value } in rows {
+        out.keys.push(key);
+        out.tags.push(tag);
+        out.values.push(value.into());
+    }
+    for Alarm {
+        name,
+        at,
+        attempt,
+        scheduled,
+    } in page.alarms
+    {
+        out.alarms.names.push(name);
+        out.alarms.ats.push(at as f64);
+        out.alarms.attempts.push(attempt);
+        out.alarms.scheduled.push(scheduled as f64);
+    }
+    out
+}
+
+/// One batch of changes from the JS layer: key/value sets (`keys`, `tags`,
+/// `values` in parallel) and deletes, and alarm changes.
+#[napi(object)]
+pub struct Changes {
+    pub keys: Vec<String>,
+    pub tags: Vec<u32>,
+    pub values: Vec<Buffer>,
+    pub deletes: Vec<String>,
+    pub alarms: Option<Alarms>,
+    pub docs: Option<DocChangesJs>,
+}
+
+/// The JS side sent what it should have checked first: an internal failure.
+pub(crate) fn invalid(env: &Env, message: &str) -> napi::Error {
+    to_js(env, &Error::internal(message))
+}
+
+/// Checks collection changes against the worker's schema and decodes them.
+pub(crate) fn to_doc_changes(
+    env: &Env,
+    schema: &Schema,
+    js: DocChangesJs,
+) -> napi::Result<DocChanges> {
+    let DocChangesJs {
+        clear,
+        colls,
+        ids,
+        tags,
+        docs: bytes,
+        columns,
+    } = js;
+    let n = ids.len();
+    if colls.len() != n || tags.len() != n || bytes.len() != n {
+        return Err(invalid(env, "document changes differ in length"));
+    }
+    let mut values = docs::decode_values(&columns)
+        .map_err(|e| invalid(env, &e))?
+        .into_iter();
+    let mut ops = Vec::with_capacity(n);
+    for (((coll, id), tag), doc) in colls.into_iter().zip(ids).zip(tags).zip(bytes.iter()) {
+        let c = schema
+            .collections
+            .get(coll as usize)
+            .ok_or_else(|| invalid(env, "a document names an undeclared collection"))?;
+        let put = if tag == 0 {
+            None
+        } else {
+            let columns: Vec<_> = values.by_ref().take(c.fields.len()).collect();
+            if columns.len() != c.fields.len() {
+                return Err(invalid(
+                    env,
+                    "a document has fewer column values than fields",
+                ));
+            }
+            Some(DocPut {
+                tag,
+                doc: doc.to_vec(),
+                columns,
+            })
+        };
+        ops.push(DocOp {
+            coll: coll as usize,
+            id,
+            put,
+        });
+    }
+    if values.next().is_some() {
+        return Err(invalid(env, "more column values than declared fields"));
+    }
+    Ok(DocChanges { clear, ops })
+}
+
+pub(crate) fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Result<Batch> {
+    let Changes {
+        keys,
+        tags,
+        values,
+        deletes,
+        alarms,
+        docs,
+    } = changes;
+    let alarms = alarms.unwrap_or_default();
+    if keys.len() != tags.len()
+        || keys.len() != values.len()
+        || alarms.names.len() != alarms.ats.len()
+        || alarms.names.len() != alarms.attempts.len()
+        || alarms.names.len() != alarms.scheduled.len()
+    {
+        return Err(invalid(
+            env,
+            "keys, tags and values (or alarm names, times and attempts) differ in length",
+        ));
+    }
+    let sets = keys
+        .into_iter()
+        .zip(tags)
+        .zip(values.iter())
+        .map(|((key, tag), value)| Row {
+            key,
+            tag,
+            value: value.to_vec(),
+        })
+        .collect();
+    let alarm_sets = alarms
+        .names
+        .into_iter()
+        .zip(alarms.ats)
+        .zip(alarms.attempts)
+        .zip(alarms.scheduled)
+        .map(|(((name, at), attempt), scheduled)| Alarm {
+            name,
+            at: at as i64,
+            attempt,
+            scheduled: scheduled as i64,
+        })
+        .collect();
+    let docs = match docs {
+        Some(d) => to_doc_changes(env, schema, d)?,
+        None => DocChanges::default(),
+    };
+    Ok(Batch {
+        sets,
+        deletes,
+        alarms: alarm_sets,
+        alarm_deletes: alarms.deletes,
+        docs,
+    })
+}
+
+/// A read, checked against the collection it names.
+pub(crate) enum Read {
+    Find(docs::Query),
+    Count(Vec<Cond>),
+    Get(String),
+    Scan(Option<String>, Option<u32>),
+}
+
+pub(crate) fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Result<Read> {
+    let conds = || -> napi::Result<Vec<Cond>> {
+        let fields = q.fields.clone().unwrap_or_default();
+        let ops = q.ops.clone().unwrap_or_default();
+        let counts = q.counts.clone().unwrap_or_default();
+        if ops.len() != fields.len() || counts.len() != fields.len() {
+            return Err(invalid(env, "query conditions differ in length"));
+        }
+        let mut values = match &q.values {
+            Some(b) => docs::decode_values(b).map_err(|e| invalid(env, &e))?,
+            None => Vec::new(),
+        }
+        .into_iter();
+        let mut out = Vec::with_capacity(fields.len());
+        for ((field, op), n) in fields.into_iter().zip(ops).zip(counts) {
+            let op = CmpOp::from_code(op).ok_or_else(|| invalid(env, "unknown query operator"))?;
+            if field as usize >= c.fields.len() {
+                return Err(invalid(env, "a condition names an undeclared field"));
+            }
+            let vals: Vec<_> = values.by_ref().take(n as usize).collect();
+            if vals.len() != n as usize || (op != CmpOp::In && n != 1) {
+                return Err(invalid(env, "a condition has the wrong number of values"));
+            }
+            out.push(Cond {
+                field: field as usize,
+                op,
+                values: vals,
+            });
+        }
+        Ok(out)
+    };
+    Ok(match q.kind.as_str() {
+        "find" => {
+            if q.order.is_some_and(|f| f as usize >= c.fields.len()) {
+                return Err(invalid(env, "the order names an undeclared field"));
+            }
+            Read::Find(docs::Query {
+                conds: conds()?,
+                order: q.order.map(|f| f as usize),
+                desc: q.desc.unwrap_or(false),
+                limit: q.limit,
+            })
+        }
+        "count" => Read::Count(conds()?),
+        "get" => Read::Get(
+            q.id.take()
+                .ok_or_else(|| invalid(env, "a get needs an id"))?,
+        ),
+        "scan" => Read::Scan(q.after.take(), q.limit),
+        other => return Err(invalid(env, &format!("unknown query kind {other:?}"))),
+    })
+}
+
+pub(crate) fn to_query_result(p: Packed) -> QueryResult {
+    QueryResult {
+        ids: p.ids,
+        tags: p.tags,
+        bytes: p.bytes.into(),
+        ends: p.ends,
+        count: p.count as f64,
+    }
+}

@@ -1,0 +1,165 @@
+//! `NativeWorker`: one worker's storage handle.
+
+use super::dto::*;
+use super::host::Io;
+use super::query::QueryTask;
+use super::*;
+
+/// One worker's storage handle.
+#[napi]
+pub struct NativeWorker {
+    pub(super) inner: Arc<Worker>,
+    pub(super) io: Arc<Io>,
+}
+
+impl NativeWorker {
+    /// Runs `op` on a commit thread and reports its outcome through the
+    /// host's `on_done` as `(id, code, message)`.
+    fn submit(
+        &self,
+        env: &Env,
+        id: u32,
+        op: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> napi::Result<()> {
+        let io = self.io.clone();
+        let job = move || {
+            // A panic must not unwind out of the commit thread.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op))
+                .unwrap_or_else(|_| {
+                    Err(Error::internal(
+                        "the storage core panicked; the operation did not happen",
+                    ))
+                });
+            let (code, message) = match outcome {
+                Ok(()) => (String::new(), String::new()),
+                Err(e) => (e.code().to_string(), e.to_string()),
+            };
+            if let Some(done) = io.done.lock().as_ref() {
+                done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        };
+        if self.io.committer.submit(Box::new(job)) {
+            Ok(())
+        } else {
+            Err(to_js(env, &Error::Closed))
+        }
+    }
+}
+
+#[napi]
+impl NativeWorker {
+    /// Opens the worker's file if it has one; its whole key/value page.
+    #[napi]
+    pub fn load<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Loaded>> {
+        let w = self.inner.clone();
+        promise(
+            env,
+            blocking(move || {
+                let rows = w.load()?;
+                Ok((!w.needs_file(), rows))
+            }),
+            to_loaded,
+        )
+    }
+
+    /// Records the worker in the catalog, before its first write creates its
+    /// file: a crash in between leaves a listed worker with no file (it reads
+    /// as empty), never a file nobody lists. Waits in the catalog's queue
+    /// without holding a thread, which is what lets many new workers share
+    /// one catalog commit.
+    #[napi]
+    pub fn register<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let w = self.inner.clone();
+        promise(
+            env,
+            async move { w.engine().catalog(w.register_op()).await.map(|_| ()) },
+            |()| (),
+        )
+    }
+
+    /// Commits sets and deletes as one transaction on a commit thread,
+    /// creating the worker's file if it has none (after `register`). The
+    /// host's `on_done(id, …)` is called once it has committed, or failed.
+    #[napi]
+    pub fn write(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<()> {
+        let batch = to_batch(env, self.inner.schema(), changes)?;
+        let worker = self.inner.clone();
+        self.submit(env, id, move || worker.write(&batch))
+    }
+
+    /// Checkpoints and closes the file on a commit thread; `on_done(id, …)`
+    /// follows. The handle is finished.
+    #[napi]
+    pub fn close(&self, env: &Env, id: u32) -> napi::Result<()> {
+        let worker = self.inner.clone();
+        self.submit(env, id, move || worker.close())
+    }
+
+    /// Closes and removes the file and the catalog entry; true if either existed.
+    #[napi]
+    pub fn destroy<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        let w = self.inner.clone();
+        let fut = async move {
+            let w2 = w.clone();
+            let had_file = blocking(move || w2.remove_file()).await?;
+            let had_row = matches!(
+                w.engine().catalog(w.remove_op()).await?,
+                Reply::Removed(true)
+            );
+            Ok(had_file || had_row)
+        };
+        promise(env, fut, |existed| existed)
+    }
+
+    /// Reads a collection, with the worker's uncommitted writes (`overlay`)
+    /// applied for the read only. Runs on the libuv pool, in turn with the
+    /// worker's commits (its connection's lock).
+    #[napi(ts_return_type = "Promise<QueryResult>")]
+    pub fn query(&self, env: &Env, mut q: QueryJs) -> napi::Result<AsyncTask<QueryTask>> {
+        let w = self.inner.clone();
+        let schema = w.schema();
+        let ci = q.collection as usize;
+        let c = schema
+            .collections
+            .get(ci)
+            .ok_or_else(|| invalid(env, "the query names an undeclared collection"))?;
+        let read = to_read(env, c, &mut q)?;
+        let overlay = match q.overlay.take() {
+            Some(o) => to_doc_changes(env, schema, o)?,
+            None => DocChanges::default(),
+        };
+        Ok(AsyncTask::new(QueryTask {
+            worker: w,
+            ci,
+            read,
+            overlay,
+            failed: None,
+        }))
+    }
+
+    /// Fills declared `fields` of collection `collection` for the documents
+    /// `ids` with `columns` (row by row), adding missing columns and indexes,
+    /// in one transaction.
+    #[napi]
+    pub fn backfill<'env>(
+        &self,
+        env: &'env Env,
+        collection: u32,
+        fields: Vec<u32>,
+        ids: Vec<String>,
+        columns: Buffer,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let values = docs::decode_values(&columns).map_err(|e| invalid(env, &e))?;
+        let w = self.inner.clone();
+        let fields: Vec<usize> = fields.into_iter().map(|f| f as usize).collect();
+        let fut = blocking(move || w.backfill(collection as usize, &fields, &ids, &values));
+        promise(env, fut, |()| ())
+    }
+
+    /// Whether the worker has a file on disk: a stat on the JS thread, so a
+    /// worker that was never written opens without a trip to the pool.
+    #[napi]
+    pub fn exists(&self) -> bool {
+        self.inner.path().exists()
+    }
+}
