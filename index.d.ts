@@ -100,8 +100,13 @@ export class DurableError extends Error {
 /** Why a worker's `stop()` hook runs. */
 export type StopReason = 'idle' | 'evicted' | 'close';
 
-/** A worker's key/value state: resident, read synchronously, committed with the call. */
-export interface DurableState {
+/**
+ * A worker's key/value state: resident, read synchronously, committed with the call.
+ * `C` is the class's collections declaration when the class is declared
+ * `extends DurableWorker<typeof declaration>` (see DurableWorker): then
+ * `collection(name)` knows each collection's declared fields.
+ */
+export interface DurableState<C extends CollectionsDeclaration = CollectionsDeclaration> {
   /** A copy of the stored value (mutating it changes nothing until `set`). */
   get<T = unknown>(key: string): T | undefined;
   has(key: string): boolean;
@@ -130,8 +135,13 @@ export interface DurableState {
   transaction<T>(fn: () => T | Promise<T>): Promise<T>;
   /** Deletes every key, every document and every alarm, in one commit. */
   deleteAll(): Promise<void>;
-  /** The declared collection `name` (else ERR_DURABLE_NAME). */
-  collection<T = any>(name: string): Collection<T>;
+  /**
+   * The declared collection `name` (else ERR_DURABLE_NAME). On a typed
+   * worker, `name` must be a declared collection and `where` and `orderBy`
+   * name declared fields only, with values of their declared types; give the
+   * document type as `collection<Order>('orders')` where wanted.
+   */
+  collection<T = any, K extends keyof C & string = keyof C & string>(name: K): Collection<T, FieldsOf<C[K]>>;
   /**
    * Sets alarm `name` (the unnamed one by default) to fire at `at`; one alarm
    * per name. Resolves once it is on disk and findable by the scheduler.
@@ -156,6 +166,13 @@ export type CollectionsDeclaration = Readonly<Record<string, Readonly<Record<str
 /** A value to compare a field with: a Date or epoch ms for a date field, a BigInt for a large integer. */
 export type FieldValue = string | number | bigint | boolean | Date | null;
 
+/** The declared fields of one collection, as their FieldTypes (any string field of an untyped declaration). */
+export type FieldsOf<D> = { [F in keyof D & string]: D[F] extends FieldType ? D[F] : FieldType };
+
+/** What a condition on a field of type `T` may compare it with (null: the field is missing). */
+export type ValueOf<T extends FieldType> =
+  (T extends 'text' ? string : T extends 'integer' ? number | bigint : T extends 'real' ? number : T extends 'boolean' ? boolean : T extends 'date' ? Date | number : never) | null;
+
 /** A condition on one field: a value (equality; null finds the missing field) or operators. */
 export type FieldCondition =
   | FieldValue
@@ -173,6 +190,12 @@ export type FieldCondition =
 /** Every condition must hold. */
 export type Where = Record<string, FieldCondition>;
 
+/** A condition on a field of type `V`: a value (equality) or operators. */
+export type TypedCondition<V> = V | { $eq?: V; $ne?: V; $lt?: V; $lte?: V; $gt?: V; $gte?: V; $in?: V[] };
+
+/** `where` on a collection with declared fields `F`: declared fields only, each compared with its type. */
+export type TypedWhere<F extends Record<string, FieldType>> = string extends keyof F ? Where : { [K in keyof F]?: TypedCondition<ValueOf<F[K]>> };
+
 export interface FindOptions {
   where?: Where;
   /** A field, or `[field, 'asc' | 'desc']`; ties are ordered by id in the same direction. By id if absent. */
@@ -187,7 +210,7 @@ export interface FindOptions {
  * Documents of one declared collection. Writes commit with the call's flush
  * like `state.set`; reads see the worker's own writes, committed or not.
  */
-export interface Collection<T = any> {
+export interface Collection<T = any, F extends Record<string, FieldType> = Record<string, FieldType>> {
   readonly name: string;
   /**
    * Stores a structured clone of `doc` under `id`. Refused with
@@ -205,9 +228,11 @@ export interface Collection<T = any> {
    */
   update(id: string, fn: (doc: T | undefined) => T | undefined | Promise<T | undefined>): Promise<T | undefined>;
   /** Documents matching `where` (declared fields only). */
-  count(where?: Where): Promise<number>;
-  /** Declared fields only (else ERR_DURABLE_NOT_INDEXED) unless `scan: true`. Read whole, in one turn. */
-  find(options?: FindOptions): Promise<T[]>;
+  count(where?: TypedWhere<F>): Promise<number>;
+  /** With `scan: true` every document is read and decoded: undeclared fields may be used. */
+  find(options: FindOptions & { scan: true }): Promise<T[]>;
+  /** Declared fields only (else ERR_DURABLE_NOT_INDEXED). Read whole, in one turn. */
+  find(options?: Omit<FindOptions, 'where' | 'orderBy'> & { where?: TypedWhere<F>; orderBy?: (keyof F & string) | [keyof F & string, 'asc' | 'desc'] }): Promise<T[]>;
 }
 
 /** What `alarm()` receives. */
@@ -257,11 +282,19 @@ export interface WorkerContext {
 }
 
 /** Base class of durable workers. Do not override the constructor: use `start()`. */
-export class DurableWorker {
+/**
+ * The base class of workers. `C`, optional, types the collections: declare
+ * them once as a constant and hand its type here,
+ * `const collections = { orders: { status: 'text', total: 'real' } } as const;`
+ * `class Shop extends DurableWorker<typeof collections> { static collections = collections; … }`,
+ * and `this.state.collection('orders').find({ where: { status: 'open' } })`
+ * is checked against the declaration.
+ */
+export class DurableWorker<C extends CollectionsDeclaration = CollectionsDeclaration> {
   /** Instances are made by the host: `new` in user code throws ERR_DURABLE_METHOD. */
   constructor();
   readonly id: string;
-  readonly state: DurableState;
+  readonly state: DurableState<C>;
   readonly ctx: WorkerContext;
   /** Overrides the class name used on disk (`[A-Za-z0-9_-]{1,64}`). */
   static workerName?: string;

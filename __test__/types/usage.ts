@@ -135,3 +135,42 @@ async function sharded(): Promise<void> {
   await host.close();
 }
 void sharded;
+
+// Collections typed from their declaration: the class hands the declaration's
+// type to DurableWorker, and queries are checked against it.
+const shopCollections = { orders: { status: 'text', total: 'real', placedAt: 'date' }, notes: { author: 'text' } } as const;
+interface ShopOrder {
+  status: string;
+  total: number;
+  placedAt: Date;
+  memo?: string;
+}
+
+class Shop extends DurableWorker<typeof shopCollections> {
+  static collections = shopCollections;
+
+  async open(): Promise<number> {
+    const orders = this.state.collection('orders');
+    const found = await orders.find({ where: { status: 'open', total: { $gt: 10 }, placedAt: { $lt: new Date() } }, orderBy: ['total', 'desc'], limit: 5 });
+    const typed = this.state.collection<ShopOrder, 'orders'>('orders');
+    const mine: ShopOrder[] = await typed.find({ where: { status: { $in: ['open', 'paid'] } } });
+    // scan: true reads every document, so any field may be named.
+    await orders.find({ where: { memo: 'gift' }, scan: true });
+    return found.length + mine.length + (await orders.count({ status: 'shipped' }));
+  }
+
+  async wrong(): Promise<void> {
+    const orders = this.state.collection('orders');
+    // @ts-expect-error `memo` is not a declared field of orders
+    await orders.find({ where: { memo: 'gift' } });
+    // @ts-expect-error `total` is declared real: a string is not a number
+    await orders.find({ where: { total: 'ten' } });
+    // @ts-expect-error `author` is declared on notes, not on orders
+    await orders.count({ author: 'ann' });
+    // @ts-expect-error orderBy names a declared field
+    await orders.find({ orderBy: 'memo' });
+    // @ts-expect-error `invoices` is not a declared collection
+    this.state.collection('invoices');
+  }
+}
+void Shop;
