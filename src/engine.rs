@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::catalog::{Catalog, Op, Reply};
-use crate::docs::{Schema, Tables};
+use crate::collections::{Schema, Tables};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;

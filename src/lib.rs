@@ -17,15 +17,15 @@
 //! carries), one sync per catalog batch, and per open worker a file handle and
 //! a small page cache.
 //!
-//! Layout: [`layout`] paths, [`store`] a worker file, [`docs`] its collections,
+//! Layout: [`layout`] paths, [`store`] a worker file, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`sqlite`] connection settings,
 //! [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
 pub mod catalog;
+pub mod collections;
 pub mod committer;
-pub mod docs;
 pub mod engine;
 pub mod error;
 pub mod evict;

@@ -143,7 +143,7 @@ mod tests {
     fn a_lost_catalog_is_rebuilt_from_the_files_and_a_stray_file_is_skipped() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         let dir = tmp.path();
-        let schema = crate::docs::Schema::default();
+        let schema = crate::collections::Schema::default();
         for (id, alarm) in [("a", Some(500)), ("b", None)] {
             let batch = Batch {
                 alarms: alarm

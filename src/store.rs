@@ -13,7 +13,7 @@
 //! ```
 //!
 //! and, once a collection is first written, its table and the `fields` table
-//! (see [`crate::docs`]).
+//! (see [`crate::collections`]).
 //!
 //! `tag` names the codec of `value`. The core never decodes values: JS owns the
 //! codec and refuses a tag it does not know, so a newer build's data is never
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::docs::{self, Backfill, DocChanges, Schema, Tables};
+use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::{self, Durability};
@@ -165,10 +165,12 @@ impl WorkerFile {
         };
         file.check_owner(class, id)?;
         let mut page = file.load()?;
-        let (backfill, gone) = docs::reconcile(&file.conn, schema, &file.tables)
+        let (backfill, gone) = collections::reconcile(&file.conn, schema, &file.tables)
             .map_err(|e| Error::sqlite("read collections", path, e))?;
         if !gone.is_empty() {
-            file.in_transaction("mark undeclared fields", |c| docs::deactivate(c, &gone))?;
+            file.in_transaction("mark undeclared fields", |c| {
+                collections::deactivate(c, &gone)
+            })?;
         }
         page.backfill = backfill;
         Ok(Some((file, page)))
@@ -286,7 +288,7 @@ impl WorkerFile {
         out
     }
 
-    /// Fills declared fields of stored documents (see [`docs::backfill`]) in
+    /// Fills declared fields of stored documents (see [`collections::backfill`]) in
     /// one transaction: a crash leaves them all to do again on the next wake.
     pub fn backfill(
         &self,
@@ -301,7 +303,7 @@ impl WorkerFile {
             .map_err(|e| Error::sqlite("backfill", &self.path, e))?;
         self.with_cache(true, || {
             self.in_transaction("backfill", |conn| {
-                docs::backfill(conn, c, fields, ids, columns)
+                collections::backfill(conn, c, fields, ids, columns)
             })
         })
     }
@@ -489,7 +491,7 @@ fn apply(
             del.execute(params![name])?;
         }
     }
-    docs::apply(c, schema, tables, &batch.docs)
+    collections::apply(c, schema, tables, &batch.docs)
 }
 
 /// Removes a worker's file and its sidecars; true if the file existed.

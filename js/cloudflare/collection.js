@@ -1,7 +1,7 @@
 'use strict';
 // Collections inside workerd, over the object's SQLite database
 // (ctx.storage.sql), with the table shape and the query meaning of the Node
-// host (src/docs.rs, js/collections/query.js):
+// host (src/collections/, js/collections/query.js):
 //
 //   "c_orders"(id TEXT PRIMARY KEY NOT NULL, tag INTEGER NOT NULL, doc BLOB NOT NULL, "f_status", "f_total")
 //   index "orders.status" ON "c_orders"("f_status", id)        one per field

@@ -54,7 +54,7 @@ pub struct CollectionSpec {
 /// Collection changes: `clear` empties every collection first; then per
 /// document its collection index, id, codec tag (0: deleted), bytes (empty
 /// when deleted), and, for writes only, its column values in order, encoded
-/// as `docs::decode_values` reads them.
+/// as `collections::decode_values` reads them.
 #[napi(object)]
 pub struct DocChangesJs {
     pub clear: bool,
@@ -108,7 +108,7 @@ pub struct Packed {
     count: i64,
 }
 
-pub(crate) fn pack(rows: Vec<docs::DocRow>, count: i64) -> Result<Packed> {
+pub(crate) fn pack(rows: Vec<collections::DocRow>, count: i64) -> Result<Packed> {
     let total: usize = rows.iter().map(|r| r.doc.len()).sum();
     if u32::try_from(total).is_err() {
         return Err(Error::Shared {
@@ -239,7 +239,7 @@ pub(crate) fn to_doc_changes(
     if colls.len() != n || tags.len() != n || bytes.len() != n {
         return Err(invalid(env, "document changes differ in length"));
     }
-    let mut values = docs::decode_values(&columns)
+    let mut values = collections::decode_values(&columns)
         .map_err(|e| invalid(env, &e))?
         .into_iter();
     let mut ops = Vec::with_capacity(n);
@@ -335,7 +335,7 @@ pub(crate) fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Re
 
 /// A read, checked against the collection it names.
 pub(crate) enum Read {
-    Find(docs::Query),
+    Find(collections::Query),
     Count(Vec<Cond>),
     Get(String),
     Scan(Option<String>, Option<u32>),
@@ -350,7 +350,7 @@ pub(crate) fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Resul
             return Err(invalid(env, "query conditions differ in length"));
         }
         let mut values = match &q.values {
-            Some(b) => docs::decode_values(b).map_err(|e| invalid(env, &e))?,
+            Some(b) => collections::decode_values(b).map_err(|e| invalid(env, &e))?,
             None => Vec::new(),
         }
         .into_iter();
@@ -377,7 +377,7 @@ pub(crate) fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Resul
             if q.order.is_some_and(|f| f as usize >= c.fields.len()) {
                 return Err(invalid(env, "the order names an undeclared field"));
             }
-            Read::Find(docs::Query {
+            Read::Find(collections::Query {
                 conds: conds()?,
                 order: q.order.map(|f| f as usize),
                 desc: q.desc.unwrap_or(false),

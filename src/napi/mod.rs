@@ -30,8 +30,10 @@ use napi_derive::napi;
 use parking_lot::Mutex;
 
 use crate::catalog::{Op, Reply};
+use crate::collections::{
+    self, CmpOp, Collection, Cond, DocChanges, DocOp, DocPut, FieldType, Schema,
+};
 use crate::committer::Committer;
-use crate::docs::{self, CmpOp, Collection, Cond, DocChanges, DocOp, DocPut, FieldType, Schema};
 use crate::engine::{Engine, Worker};
 use crate::error::{Error, Result};
 use crate::evict::{LiveSet, Reason};

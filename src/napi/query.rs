@@ -22,12 +22,12 @@ impl QueryTask {
         let schema = w.schema();
         let out = w.read(|conn, tables| {
             let c = schema.get(self.ci)?;
-            docs::with_overlay(conn, schema, tables, &self.overlay, |t| match &self.read {
-                Read::Find(q) => Ok((docs::find(conn, c, t, q)?, 0)),
-                Read::Count(conds) => Ok((Vec::new(), docs::count(conn, c, t, conds)?)),
-                Read::Get(id) => Ok((docs::get(conn, c, t, id)?.into_iter().collect(), 0)),
+            collections::with_overlay(conn, schema, tables, &self.overlay, |t| match &self.read {
+                Read::Find(q) => Ok((collections::find(conn, c, t, q)?, 0)),
+                Read::Count(conds) => Ok((Vec::new(), collections::count(conn, c, t, conds)?)),
+                Read::Get(id) => Ok((collections::get(conn, c, t, id)?.into_iter().collect(), 0)),
                 Read::Scan(after, limit) => {
-                    Ok((docs::scan(conn, c, t, after.as_deref(), *limit)?, 0))
+                    Ok((collections::scan(conn, c, t, after.as_deref(), *limit)?, 0))
                 }
             })
         })?;

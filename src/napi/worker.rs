@@ -149,7 +149,7 @@ impl NativeWorker {
         ids: Vec<String>,
         columns: Buffer,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let values = docs::decode_values(&columns).map_err(|e| invalid(env, &e))?;
+        let values = collections::decode_values(&columns).map_err(|e| invalid(env, &e))?;
         let w = self.inner.clone();
         let fields: Vec<usize> = fields.into_iter().map(|f| f as usize).collect();
         let fut = blocking(move || w.backfill(collection as usize, &fields, &ids, &values));
