@@ -91,7 +91,15 @@ class Host extends EventEmitter {
       busy: (w) => host.#live.busy(w),
       idle: (w) => host.#live.idle(w),
       failed: (w) => host.#live.retire(w, null),
-      ctxFor: (w) => new WorkerContext(host, w, host.#sockets),
+      ctxFor: (w) =>
+        new WorkerContext({
+          id: w.id,
+          get: (Class, id) => host.get(Class, id),
+          accept: (ws, tags) => host.#sockets.accept(w, ws, tags),
+          list: (tag) => host.#sockets.list(w.key, tag),
+          tags: (ws) => host.#sockets.tags(ws),
+          autoResponse: (pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
+        }),
       alarmIndex: (className, id) => host.#alarmIndex(className, id),
       alarmFailed: (err, info) => {
         host.#counts.alarmsFailed++;

@@ -20,6 +20,7 @@ const { DurableError, codes, label } = require('../api/errors');
 const { CLASS_NAME, alarmBackoff, mailboxFull } = require('../api/rules');
 const { Mailbox: Queue } = require('../runtime/mailbox');
 const { construct, callableMethods } = require('../api/worker');
+const { WorkerContext } = require('../api/worker-context');
 const { declaredCollections } = require('../collections/declarations');
 const { CloudflareState } = require('./state');
 const { NamedAlarms } = require('./alarms');
@@ -95,13 +96,13 @@ class Runtime {
     const state = new CloudflareState(() => this.who(), this.ctx.storage, this.entry.collections, this.alarms);
     state._ensureTables();
     const self = this;
-    const wctx = Object.freeze({
+    const wctx = new WorkerContext({
       id: this.id,
       get: (Class, id) => stubFor(self.env, Class, id, () => [...currentChain(), self.who()]),
-      acceptWebSocket: (ws, tags) => self.sockets.accept(ws, tags),
-      getWebSockets: (tag) => self.sockets.list(tag),
-      getTags: (ws) => self.sockets.tags(ws),
-      setWebSocketAutoResponse: (pair) => self.sockets.setAutoResponse(pair),
+      accept: (ws, tags) => self.sockets.accept(ws, tags),
+      list: (tag) => self.sockets.list(tag),
+      tags: (ws) => self.sockets.tags(ws),
+      autoResponse: (pair) => self.sockets.setAutoResponse(pair),
     });
     const instance = construct(this.Class, { id: this.id, state, ctx: wctx });
     if (typeof instance.start === 'function') await instance.start();

@@ -9,6 +9,7 @@
 // send is output, gated on the owning worker's writes here, in the shard, then
 // handed to the host, which sends it at once.
 const { DurableError, codes } = require('../api/errors');
+const { WorkerContext } = require('../api/worker-context');
 const { nameOf: workerName } = require('../runtime/calls');
 const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
 const { current } = require('../runtime/call-chain');
@@ -247,43 +248,22 @@ function revive(value, mirror) {
   return isSocketMarker(value) ? mirror.fromMarker(value) : value;
 }
 
-/** `this.ctx` of a worker on a shard. */
-class ShardContext {
-  #worker;
-  #mirror;
-  #outgoing;
-
-  constructor(worker, mirror, outgoing) {
-    this.#worker = worker;
-    this.#mirror = mirror;
-    this.#outgoing = outgoing;
-  }
-
-  get id() {
-    return this.#worker.id;
-  }
-
-  /** A stub for another worker; calls through it carry this call's chain. */
-  get(Class, id) {
-    const name = nameOf(Class);
-    return makeStub((method, args) => this.#outgoing.call(name, id, method, args), label(name, String(id)));
-  }
-
-  acceptWebSocket(ws, tags) {
-    return this.#mirror.accept(this.#worker, ws, tags);
-  }
-
-  getWebSockets(tag) {
-    return this.#mirror.list(this.#worker.key, tag);
-  }
-
-  getTags(ws) {
-    return this.#mirror.tags(ws);
-  }
-
-  setWebSocketAutoResponse(pair) {
-    this.#mirror.setAutoResponse(this.#worker.key, this.#worker.who, pair);
-  }
+/**
+ * What a worker on a shard sees as `this.ctx` (api/worker-context.js): calls
+ * go to the host thread, sockets are the mirror of the host's.
+ */
+function shardContext(worker, mirror, outgoing) {
+  return new WorkerContext({
+    id: worker.id,
+    get: (Class, id) => {
+      const name = nameOf(Class);
+      return makeStub((method, args) => outgoing.call(name, id, method, args), label(name, String(id)));
+    },
+    accept: (ws, tags) => mirror.accept(worker, ws, tags),
+    list: (tag) => mirror.list(worker.key, tag),
+    tags: (ws) => mirror.tags(ws),
+    autoResponse: (pair) => mirror.setAutoResponse(worker.key, worker.who, pair),
+  });
 }
 
-module.exports = { ShardContext, SocketMirror, Outgoing, ProxySocket, nameOf, revive };
+module.exports = { shardContext, SocketMirror, Outgoing, ProxySocket, nameOf, revive };

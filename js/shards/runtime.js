@@ -19,7 +19,7 @@ const { declaredCollections } = require('../collections/declarations');
 const { label } = require('../api/errors');
 const { keyOf } = require('../runtime/calls');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
-const { ShardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
+const { shardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 
 const post = (msg) => parentPort.postMessage(msg);
 
@@ -70,7 +70,7 @@ const inner = {
     if (w.status !== 'closed') post({ op: OP.ran, key: w.key });
   },
   failed: (w) => post({ op: OP.failed, key: w.key, error: serializeError(w.failure) }),
-  ctxFor: (w) => new ShardContext(w, mirror, outgoing),
+  ctxFor: (w) => shardContext(w, mirror, outgoing),
   alarmIndex: (className, id) => ({
     earlier: (at) => rpc(null, 'alarmEarlier', [className, id, at]),
     exact: (at) => rpc(null, 'alarmExact', [className, id, at]),
