@@ -8,7 +8,7 @@
 // better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg),
 // then the shop and in-process calls on Node 20 and 24 side by side (bench/lines.js).
 //
-//   node bench/run.js [--quick] [--json]
+//   node bench/run.js [--quick] [--json] [--core] [--out <file>]
 //
 // Every scenario runs in its own fresh Node process (bench/child.js) on its
 // own empty directory under os.tmpdir(); the directory tree is removed at the end.
@@ -23,9 +23,11 @@ const { DEFAULTS } = require('./scenarios');
 const { slowSyncEnv } = require('./slowsync');
 const { renderTable, formatNumber, formatRatio, formatMicros } = require('./table');
 
-const USAGE = `usage: node bench/run.js [--quick] [--json]
+const USAGE = `usage: node bench/run.js [--quick] [--json] [--core] [--out <file>]
   --quick  short scenarios (a smoke run; figures are rough)
-  --json   also write every figure to bench/results.json`;
+  --json   also write every figure to bench/results.json (or --out)
+  --core   only the main table and the slow device's (what bench/compare.js compares)
+  --out    where --json writes`;
 
 /** Scenario lengths. Full: about a minute in all on this machine; quick: about 15 s. */
 const PLANS = {
@@ -273,7 +275,7 @@ function burstRatioRow(results) {
 
 async function main() {
   const { values: flags } = parseArgs({
-    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, core: { type: 'boolean' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (flags.help) {
     console.log(USAGE);
@@ -333,6 +335,23 @@ async function main() {
     }
   } finally {
     cleanup();
+  }
+  if (flags.core) {
+    const elapsed = (Date.now() - started) / 1000;
+    const footnotes = new Footnotes();
+    console.log(
+      [
+        `code: ${meta.code}`,
+        tableFor(mainRows(plan), results, footnotes),
+        '',
+        slow.results ? tableFor(slowRows(plan), slow.results, footnotes) : `slow device not run: ${slow.error}`,
+        '',
+        footnotes.render(),
+        `total time ${elapsed.toFixed(0)} s`,
+      ].join('\n'),
+    );
+    if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow });
+    return;
   }
   // Alarms and sockets have no baseline to compare with: their own scripts, in children.
   const script = (name, args, timeout = 300_000) => {
@@ -411,12 +430,13 @@ async function main() {
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));
 
-  if (flags.json) {
-    const file = path.join(__dirname, 'results.json');
-    const data = { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow };
-    fs.writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
-    console.log(`results written to ${path.relative(process.cwd(), file)}`);
-  }
+  if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow });
+}
+
+function writeJson(out, data) {
+  const file = out ?? path.join(__dirname, 'results.json');
+  fs.writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  console.log(`results written to ${path.relative(process.cwd(), file)}`);
 }
 
 main().catch((err) => {
