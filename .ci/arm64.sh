@@ -25,9 +25,9 @@ GLIBC_FLOOR=$(node -p "require('./scripts/build-targets').GLIBC_FLOOR")
 # The core: state, the gate, collections, shards, crashes, alarms, sockets,
 # Peek. About 3 minutes under qemu on 2 cores (x64 native: under 2).
 CORE=(
-  __test__/10-state.test.js __test__/20-gate.test.js __test__/45-collections.test.js
-  __test__/55-shards.test.js __test__/70-crash.test.js __test__/75-alarms.test.js
-  __test__/78-sockets.test.js __test__/85-peek-walk.test.js __test__/85-peek-security.test.js
+  __test__/state/resident-state.test.js __test__/state/gate.test.js __test__/collections/collections.test.js
+  __test__/shards/shards.test.js __test__/files/crash.test.js __test__/alarms/alarms.test.js
+  __test__/sockets/sockets.test.js __test__/peek/walk.test.js __test__/peek/security.test.js
 )
 # Timed against a 4 s lead (setting 1,000 alarms takes 2 s under qemu alone,
 # up to 9 s beside other test files), so it runs by itself, after the rest.
@@ -128,9 +128,9 @@ else
 fi
 step "tests under qemu, Node $NODE_LINE arm64: ${files[*]:-the whole suite}"
 ava_arm64 .ci/tap-arm64.out --match "!$ALONE" "${files[@]}"
-if ((${#files[@]} == 0)) || [[ " ${files[*]} " == *' __test__/75-alarms.test.js '* ]]; then
-  step "tests under qemu, alone: 75-alarms › $ALONE"
-  ava_arm64 .ci/tap-arm64-alone.out --match "$ALONE" __test__/75-alarms.test.js
+if ((${#files[@]} == 0)) || [[ " ${files[*]} " == *' __test__/alarms/alarms.test.js '* ]]; then
+  step "tests under qemu, alone: alarms › alarms › $ALONE"
+  ava_arm64 .ci/tap-arm64-alone.out --match "$ALONE" __test__/alarms/alarms.test.js
 fi
 
 summary

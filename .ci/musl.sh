@@ -51,24 +51,24 @@ declare -A RUST_TRIPLE=([x64]=x86_64-unknown-linux-musl [arm64]=aarch64-unknown-
 # The core on musl x64: the musl checks, state, the gate, collections (reads
 # on libuv's pool), shards (worker threads), crashes (children SIGKILLed and
 # the directory reopened), sockets, and Peek's walk and refusals (forks).
-# Not 92-package (no musl platform package is published yet), nor
-# 75-alarms: it passes on musl, but spends 90 s waiting for alarms to fire.
+# Not package/install (no musl platform package is published yet), nor
+# alarms/alarms: it passes on musl, but spends 90 s waiting for alarms to fire.
 CORE_X64=(
-  __test__/93-musl.test.js __test__/10-state.test.js __test__/20-gate.test.js
-  __test__/45-collections.test.js __test__/55-shards.test.js __test__/70-crash.test.js
-  __test__/78-sockets.test.js __test__/85-peek-walk.test.js __test__/85-peek-security.test.js
+  __test__/package/musl.test.js __test__/state/resident-state.test.js __test__/state/gate.test.js
+  __test__/collections/collections.test.js __test__/shards/shards.test.js __test__/files/crash.test.js
+  __test__/sockets/sockets.test.js __test__/peek/walk.test.js __test__/peek/security.test.js
 )
 # Under qemu everything is 5-10× slower: the same core less Peek (30 s a
 # file there). And no test that SIGKILLs a child: those children run under
 # bench/slowsync's LD_PRELOAD shim, which the machine's cc builds for x86-64
 # only. glibc skips a preload of the wrong architecture (.ci/arm64.sh adds an
 # arm64 one through $PLATFORM); musl's loader expands no $PLATFORM and fails
-# on it ("unsupported relocation type 7", exit 127). 70-crash is all such
+# on it ("unsupported relocation type 7", exit 127). files/crash is all such
 # tests; 45 and 78 have some. (On x64 the glibc-built shim does load into a
 # musl process: musl answers its libc.so.6 with itself.)
 CORE_ARM64=(
-  __test__/93-musl.test.js __test__/10-state.test.js __test__/20-gate.test.js
-  __test__/45-collections.test.js __test__/55-shards.test.js __test__/78-sockets.test.js
+  __test__/package/musl.test.js __test__/state/resident-state.test.js __test__/state/gate.test.js
+  __test__/collections/collections.test.js __test__/shards/shards.test.js __test__/sockets/sockets.test.js
 )
 ARM64_MATCH=('--match=!*SIGKILL*')
 

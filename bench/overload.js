@@ -22,7 +22,7 @@
 //    fresh-read: a read-only call to workers that have no file, one after
 //    another: such a call never leaves the JS thread, so the loop never
 //    yields to the event loop and evicted workers cannot finish closing
-//    (see the report in __test__/48-overload.test.js); it shows `live`
+//    (see the report in __test__/runtime/overload.test.js); it shows `live`
 //    climbing past maxLive.
 //
 // --expose-gc lets the figures be taken after a full collection; without it

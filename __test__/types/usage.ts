@@ -1,4 +1,4 @@
-// Compiled by 90-types.test.js with `tsc --strict --noEmit`: the public types
+// Compiled by api/types.test.js with `tsc --strict --noEmit`: the public types
 // accept what API.md says users write, and refuse what they must not.
 import { open, DurableWorker, DurableError, codes, type Host, type Stub, type DurableWebSocket, type ServerSocket } from 'durable-workers';
 

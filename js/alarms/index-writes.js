@@ -7,7 +7,7 @@
 // the writes is the design: the index moved earlier only, then the worker's
 // file, then the index set exactly. A crash anywhere leaves the index early,
 // never late; an early index costs one wake that finds nothing due and puts
-// the index right (alarms/scheduler.js). `__test__/75-alarms.test.js` kills a
+// the index right (alarms/scheduler.js). `__test__/alarms/alarms.test.js` kills a
 // process at each crash point below and checks exactly that.
 //
 // The index is a port (runtime/host-port.js, AlarmIndex): the catalog on the
