@@ -1,18 +1,19 @@
 'use strict';
-// One scenario suite, two hosts: every scenario below runs against open() in
-// this process and against a real local workerd running the same module
-// (fixtures/workerd-scenarios.js), each host started once for the file.
+// One scenario suite, every host: each scenario below runs against open() in
+// this process, open() with the classes on shards, and a real local workerd
+// running the same module (fixtures/workerd-scenarios.js), from one table
+// (helpers/workerd-hosts.js, HOSTS), each host started once for the file.
 // What still differs between the hosts is stated in docs/cloudflare.md, and
 // asserted here where a scenario meets it (key order, nothing else so far).
 const test = require('ava');
-const { nodeHost, workerdHost } = require('../helpers/workerd-hosts');
+const { HOSTS } = require('../helpers/workerd-hosts');
 
-const hosts = { node: nodeHost(), workerd: workerdHost() };
+const hosts = Object.fromEntries(Object.entries(HOSTS).map(([name, start]) => [name, start()]));
 test.after.always(async () => {
   for (const h of Object.values(hosts)) await (await h.catch(() => null))?.close();
 });
 
-/** Registers `fn` as a test on both hosts. */
+/** Registers `fn` as a test on every host. */
 function both(title, fn) {
   for (const [name, ready] of Object.entries(hosts)) {
     test(`${name}: ${title}`, async (t) => fn(t, await ready));

@@ -1,13 +1,15 @@
 'use strict';
-// The two hosts of the 95-workerd scenario suite, behind one client shape:
+// The hosts of the scenario suite (cloudflare/scenarios.test.js), behind one client shape:
 //   call(className, id, method, ...args) → the method's result (or its error, thrown)
 //   delete(className, id) → whether the worker existed (host.delete / hostOf(env).delete)
 //   socket(roomId, user) → an open ws client joined to Room roomId
 //   hibernate(roomId) → resolves once the Room's instance is gone with its sockets open
 //   restart({ crash }) → the host process state is lost and comes back on the same storage
 //   close()
-// Node: open() in this process. workerd: the same fixture module bundled by
-// buildWorkerd and run by a real workerd process, reached over HTTP.
+// node: open() in this process. shards: open() with the fixture's classes on
+// two worker threads. workerd: the same fixture module bundled by
+// buildWorkerd and run by a real workerd process, reached over HTTP. HOSTS
+// is the table every scenario runs against.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -41,9 +43,9 @@ function opened(url) {
 // never evicts by itself; hibernate() waits it out on purpose.
 const EVICT_AFTER_MS = 1500;
 
-async function nodeHost() {
+async function nodeHost({ shards = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-95-node-'));
-  const options = { dir, evictAfter: EVICT_AFTER_MS };
+  const options = { dir, evictAfter: EVICT_AFTER_MS, ...(shards ? { shards: { count: 2, module: FIXTURE } } : {}) };
   let host = await open(options);
   let alarms = await host.startAlarms({ classes: [fixture.Clock] });
   const server = http.createServer();
@@ -55,7 +57,7 @@ async function nodeHost() {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const base = `ws://127.0.0.1:${server.address().port}`;
   return {
-    name: 'node',
+    name: shards ? 'shards' : 'node',
     call: async (cls, id, method, ...args) => host.get(fixture[cls], id)[method](...args),
     delete: (cls, id) => host.delete(fixture[cls], id),
     socket: (room, user) => opened(`${base}/room/${encodeURIComponent(room)}?user=${user}`),
@@ -129,4 +131,7 @@ async function workerdHost() {
   };
 }
 
-module.exports = { nodeHost, workerdHost, sleep, FIXTURE };
+/** Every host the scenario suite runs against: name → a function starting it. */
+const HOSTS = { node: () => nodeHost(), shards: () => nodeHost({ shards: true }), workerd: () => workerdHost() };
+
+module.exports = { HOSTS, nodeHost, workerdHost, sleep, FIXTURE };
