@@ -23,6 +23,7 @@ class WsHub {
   #subs = new Set();
   #ws = null;
   #headers;
+  #beforeConnect;
   #attempt = 0;
   #timer = null;
   #queue = [];
@@ -32,10 +33,12 @@ class WsHub {
 
   /**
    * @param {string} url ws:// or wss://
-   * @param {{ minDelayMs?: number, maxDelayMs?: number, log?: (r: object) => void, headers?: Record<string, string> }} [options]
+   * @param {{ minDelayMs?: number, maxDelayMs?: number, log?: (r: object) => void, headers?: Record<string, string>, beforeConnect?: () => void }} [options]
    *   headers: sent with every connection's upgrade request (an authorization, kept out of the URL and so out of access logs)
+   *   beforeConnect: runs before each connection, and may refuse it by throwing (node/port-holder.js)
    */
-  constructor(url, { minDelayMs = 100, maxDelayMs = 30_000, log = () => {}, headers } = {}) {
+  constructor(url, { minDelayMs = 100, maxDelayMs = 30_000, log = () => {}, headers, beforeConnect = () => {} } = {}) {
+    this.#beforeConnect = beforeConnect;
     this.#url = url;
     this.#headers = headers;
     // Loaded only when a URL is configured: the in-process bus needs no ws.
@@ -88,6 +91,13 @@ class WsHub {
 
   #connect() {
     if (this.#closed) return;
+    try {
+      this.#beforeConnect();
+    } catch (err) {
+      this.#log({ level: 'error', worker: '(channel)', args: [`channel ${this.#url}: not connecting: ${err.message}`] });
+      this.#retry();
+      return;
+    }
     const ws = new this.#WebSocket(this.#url, this.#headers ? { headers: this.#headers } : undefined);
     this.#ws = ws;
     ws.on('open', () => {
@@ -104,10 +114,14 @@ class WsHub {
     ws.on('close', () => {
       if (this.#ws !== ws || this.#closed) return;
       this.#ws = null;
-      // Backoff with jitter: a hub that restarts is not met by every client at once.
-      const delay = Math.min(this.#maxDelayMs, this.#minDelayMs * 2 ** this.#attempt++) * (0.5 + Math.random() / 2);
-      this.#timer = setTimeout(() => this.#connect(), delay);
+      this.#retry();
     });
+  }
+
+  /** Connects again later: backoff with jitter, so a hub that restarts is not met by every client at once. */
+  #retry() {
+    const delay = Math.min(this.#maxDelayMs, this.#minDelayMs * 2 ** this.#attempt++) * (0.5 + Math.random() / 2);
+    this.#timer = setTimeout(() => this.#connect(), delay);
   }
 
   #deliver(data) {

@@ -8,11 +8,13 @@ const { codes, peekError } = require('./errors');
 const { STORE_METHODS } = require('./store-methods');
 
 /**
- * @param {{ url: string, credential: string, timeoutMs?: number }} options
+ * @param {{ url: string, credential: string, timeoutMs?: number, beforeSend?: () => void }} options
+ *   beforeSend: runs before each request, and may refuse it by throwing (node/port-holder.js)
  */
-function remoteStore({ url, credential, timeoutMs = 30_000 }) {
+function remoteStore({ url, credential, timeoutMs = 30_000, beforeSend = () => {} }) {
   const base = url.replace(/\/+$/, '');
   const request = async (method, args) => {
+    beforeSend();
     let res;
     try {
       res = await fetch(`${base}/datastore/${method}`, {

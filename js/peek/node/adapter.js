@@ -7,6 +7,7 @@ const path = require('node:path');
 const { open } = require('../../index');
 const { Spares } = require('./spares');
 const { sandboxStatus, UidPool, DEFAULT_UIDS } = require('./sandbox');
+const { refuseRunHeldPort } = require('./port-holder');
 const { MAX_IN_FLIGHT } = require('./fetch-relay');
 const { NodeRealm } = require('./realm');
 const { peekWorkerClass } = require('./schedules');
@@ -28,6 +29,8 @@ function nodeAdapter(options = {}) {
   const sandbox = sandboxFor(o);
   const spares = new Spares({ memoryMb: o.memoryMb, size: o.spares, uid: o.uid, gid: o.gid, sandbox });
   const readCredential = credentialReader(o.credentials);
+  // Without the sandbox, runs as another user share this loopback: no credential goes to a port they hold.
+  const refusePortOfRuns = (url, code) => refuseRunHeldPort(url, sandbox === null ? o.uid : undefined, (message) => peekError(code, message));
   const log = o.log;
   let host = null;
   let durable = null; // Promise<Host> while open
@@ -84,7 +87,9 @@ function nodeAdapter(options = {}) {
   const workerStub = async (name) => (await durableHost()).get(PeekWorker, name);
   const channels = () => {
     if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
-    hub ??= o.channelUrl ? new WsHub(o.channelUrl, { log, headers: o.channelHeaders, ...o.channelBackoff }) : new Bus();
+    hub ??= o.channelUrl
+      ? new WsHub(o.channelUrl, { log, headers: o.channelHeaders, ...o.channelBackoff, beforeConnect: () => (o.channelHeaders ? refusePortOfRuns(o.channelUrl, codes.CHANNEL) : undefined) })
+      : new Bus();
     return hub;
   };
 
@@ -109,7 +114,7 @@ function nodeAdapter(options = {}) {
     },
 
     async openStore(manifest, credential) {
-      if (o.store.remoteUrl) return remoteStore({ url: o.store.remoteUrl, credential });
+      if (o.store.remoteUrl) return remoteStore({ url: o.store.remoteUrl, credential, beforeSend: () => refusePortOfRuns(o.store.remoteUrl, codes.STORE) });
       return embeddedStore(await durableHost(), { user: o.store.user, profile: o.store.profile });
     },
 
