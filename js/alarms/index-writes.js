@@ -13,11 +13,27 @@
 // The index is a port (runtime/host-port.js, AlarmIndex): the catalog on the
 // host thread, messages to it from a shard.
 
+const { fromNative, label } = require('../api/errors');
+
 // Test-only: kill this process between the writes of an alarm change, to
 // check that a crash anywhere in them leaves the index early, never late.
 const CRASH = process.env.DURABLE_WORKERS_TEST_CRASH;
 function crashPoint(name) {
   if (CRASH === name) process.kill(process.pid, 'SIGKILL');
+}
+
+/**
+ * One worker's entry in the catalog's index on the host thread (a shard's
+ * asks the host thread for the same writes: shards/runtime.js).
+ * @returns {import('../runtime/host-port').AlarmIndex}
+ */
+function catalogIndex(native, className, id, wake) {
+  const coded = (err) => Promise.reject(fromNative(err, label(className, id)));
+  return {
+    earlier: (at) => native.alarmEarlier(className, id, at).catch(coded),
+    exact: (at) => native.alarmExact(className, id, at).catch(coded),
+    wake,
+  };
 }
 
 /** No index: a state made without one (tests of the gate alone). */
@@ -74,4 +90,4 @@ class AlarmIndexWrites {
   }
 }
 
-module.exports = { AlarmIndexWrites, NO_INDEX };
+module.exports = { AlarmIndexWrites, NO_INDEX, catalogIndex };

@@ -13,6 +13,7 @@ const { nameOf, keyOf, cloneArgs, methodError, closedError } = require('../runti
 const { LiveSet } = require('../runtime/live-set');
 const { current, frameFor, WaitGraph } = require('../runtime/call-chain');
 const { AlarmScheduler } = require('../alarms/scheduler');
+const { catalogIndex } = require('../alarms/index-writes');
 const { SocketRegistry } = require('../sockets/websockets');
 const { ShardPool } = require('../shards/pool');
 const { RemoteWorker } = require('../shards/remote');
@@ -100,7 +101,7 @@ class Host extends EventEmitter {
           tags: (ws) => host.#sockets.tags(ws),
           autoResponse: (pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
         }),
-      alarmIndex: (className, id) => host.#alarmIndex(className, id),
+      alarmIndex: (className, id) => catalogIndex(native, className, id, (at) => host.#wake(className, at)),
       alarmFailed: (err, info) => {
         host.#counts.alarmsFailed++;
         host.emit('alarmFailed', err, info);
@@ -354,17 +355,6 @@ class Host extends EventEmitter {
       },
       () => {},
     );
-  }
-
-  /** One worker's entry in the catalog's alarm index, as its state uses it. */
-  #alarmIndex(className, id) {
-    const who = label(className, id);
-    const coded = (err) => Promise.reject(fromNative(err, who));
-    return {
-      earlier: (at) => this.#native.alarmEarlier(className, id, at).catch(coded),
-      exact: (at) => this.#native.alarmExact(className, id, at).catch(coded),
-      wake: (at) => this.#wake(className, at),
-    };
   }
 
   /** Wakes the alarm schedulers serving `className` for `at`. */

@@ -18,6 +18,8 @@ const { isRefused, refusal } = require('./refused');
 // In a sandbox (./sandbox.js) the worker's files come in the job (./bundle.js)
 // and fetch is relayed to the supervisor (./fetch-relay.js): there is no network here.
 const SANDBOXED = process.argv.includes('--sandboxed');
+// A warm spare has time before its run: the guard's platform fetch is taken then.
+const WARM = process.argv.includes('--warm');
 const { writeBundle, WORKER_ROOT } = require('./bundle');
 const { relayFetch } = require('./fetch-relay');
 
@@ -125,7 +127,10 @@ const reader = frameReader({
 pipe.on('data', (chunk) => reader.push(chunk));
 
 prepareScan().then(
-  () => send({ t: 'ready', origin: performance.timeOrigin, at: now() }),
+  () => {
+    if (WARM && !SANDBOXED) require('./guarded-fetch').preparePlatform();
+    send({ t: 'ready', origin: performance.timeOrigin, at: now() });
+  },
   (err) => {
     process.stderr.write(`the run's process could not prepare the import refusal: ${err?.stack ?? err}\n`);
     process.exit(70);

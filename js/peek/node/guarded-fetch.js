@@ -387,11 +387,9 @@ function guardedFetch({ domains, signal, report, fetch: platformFetch = loadFetc
 }
 
 /**
- * Takes the platform's Request, Headers and (on Node) its HTTP client now,
- * as the first guard that may fetch would: ~25 ms on Node, which loads its
- * fetch lazily. A process that boots before knowing its worker (a warm
- * spare) may call this before saying it is ready, so a run granted network
- * does not pay it. Never after worker code has run.
+ * Takes the platform's Request, Headers and (on Node) its HTTP client now, as
+ * the first guard that may fetch would (~25 ms: Node loads fetch lazily). A
+ * warm spare does it before it is ready (child.js). Never after worker code ran.
  */
 function preparePlatform() {
   takeWeb();

@@ -82,11 +82,13 @@ function runEnv() {
  *   environment, command line or files that user may not read.
  *   sandbox: start it in a sandbox (./sandbox.js) instead, where the
  *   sandbox decides the uid; the child then expects its worker shipped in.
+ *   warm: a spare: it takes the platform's fetch before it says ready, so a
+ *   run granted network does not pay that (./guarded-fetch.js, preparePlatform).
  */
-function forkRunProcess({ memoryMb, uid, gid, sandbox = null }) {
+function forkRunProcess({ memoryMb, uid, gid, sandbox = null, warm = false }) {
   const env = runEnv();
   const forkAt = now();
-  let node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD];
+  let node = [process.execPath, `--max-old-space-size=${memoryMb}`, ...EXEC_ARGV, CHILD, ...(warm ? ['--warm'] : [])];
   let releaseUid = () => {};
   if (sandbox !== null) {
     // The host's temporary directory is not in the sandbox; its own /tmp is.

@@ -26,7 +26,7 @@ class Spares {
   /** A booted (or booting) process for one run, and a new spare forked behind it. */
   take() {
     if (this.#closed) throw peekError(codes.CLOSED, 'the adapter is closed');
-    const p = this.#spares.shift() ?? this.#fork();
+    const p = this.#spares.shift() ?? this.#fork(false);
     hold(p.proc);
     if (this.#options.size > 0) setImmediate(() => this.#refill());
     return p;
@@ -39,7 +39,7 @@ class Spares {
 
   #refill() {
     while (!this.#closed && this.#spares.length < this.#options.size) {
-      const p = this.#fork();
+      const p = this.#fork(true);
       release(p.proc);
       // A spare that dies (killed from outside) is dropped, not handed out.
       p.exited.then(() => {
@@ -50,8 +50,9 @@ class Spares {
     }
   }
 
-  #fork() {
-    return this.#scope.runInAsyncScope(() => forkRunProcess(this.#options));
+  /** warm: a spare, booted ahead of need: it also takes the platform's fetch machinery before it says ready. */
+  #fork(warm) {
+    return this.#scope.runInAsyncScope(() => forkRunProcess({ ...this.#options, warm }));
   }
 
   /** Kills the spares. */
