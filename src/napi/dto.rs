@@ -1,4 +1,9 @@
 //! The objects that cross napi, and their conversions to the storage core's.
+//!
+//! Rows cross as parallel arrays (keys, tags, values; ids, tags, bytes),
+//! not as an object per row: napi makes each JS object and sets each of its
+//! properties with a call of its own, so a page of N rows as objects costs
+//! 4N calls where arrays cost three, on the JS thread.
 
 use super::*;
 
