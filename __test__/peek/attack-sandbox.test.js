@@ -199,11 +199,12 @@ sandboxed('a sandboxed run sees only its own processes: not another process, not
 });
 
 sandboxed('a sandboxed run reads none of the supervisor’s files: not the state directory, the store, a credentials file, the manifest, /etc', async (t) => {
-  const dir = tmpDir(t);
-  const creds = path.join(dir, 'credentials.json');
-  fs.writeFileSync(creds, JSON.stringify({ probe: 'a-credential' }), { mode: 0o600 });
-  // Granted the datastore: the supervisor opens the store (and its files) for the run.
+  // Granted the datastore: the supervisor opens the store (and its files) for the run. The state
+  // directory and the credentials file sit inside the worker's package, as `peek run`'s defaults
+  // put them (<manifest dir>/.peek-state): its shipped copy must not hold them either.
   const { file, dir: wdir } = probeWorker(t, { worker: { url: 'probe.js', entry: 'files' }, capabilities: { datastore: { methods: ['describe'] } } });
+  const creds = path.join(wdir, 'credentials.json');
+  fs.writeFileSync(creds, JSON.stringify({ probe: 'a-credential' }), { mode: 0o600 });
   const state = path.join(wdir, 'state');
   const run = (paths, mode) => runCli(file, ['--trigger', 'command:files', '--params', JSON.stringify({ paths }), '--state', state, '--sandbox', mode, '--credentials', creds]);
   const first = await run([], 'required');
@@ -213,10 +214,12 @@ sandboxed('a sandboxed run reads none of the supervisor’s files: not the state
     .map((f) => path.join(state, f))
     .filter((f) => fs.statSync(f).isFile());
   t.true(stateFiles.length > 0);
-  const paths = [...stateFiles, creds, file, '/etc/passwd', '/etc/hostname', path.join(os.homedir(), '.bashrc')];
-  const r = await run(paths, 'required');
+  const copies = [...stateFiles, creds].map((f) => `/peek/worker/${path.relative(wdir, f)}`);
+  const paths = [...stateFiles, creds, file, '/etc/passwd', '/etc/hostname', path.join(os.homedir(), '.bashrc'), ...copies];
+  const r = await run([...paths, '/peek/worker/probe.js'], 'required');
   t.is(r.code, 0, r.stderr);
   for (const p of paths) t.is(r.run.value[p], 'ENOENT', `${p}: ${r.run.value[p]}`);
+  t.is(typeof r.run.value['/peek/worker/probe.js'], 'number', 'the worker’s own code is shipped (the control)');
 
   const open = await run([creds, stateFiles[0]], 'off');
   t.is(open.code, 0, open.stderr);

@@ -120,7 +120,8 @@ function nodeAdapter(options = {}) {
 
     async openRealm(manifest, { signal }) {
       if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
-      const realm = new NodeRealm(spares.take(), manifest, { signal, log, memoryMb: o.memoryMb });
+      const exclude = [o.dir, o.credentials.file].filter((p) => typeof p === 'string');
+      const realm = new NodeRealm(spares.take(), manifest, { signal, log, memoryMb: o.memoryMb, exclude });
       await realm.ready();
       return realm;
     },

@@ -83,14 +83,22 @@ class FetchRelay {
     this.#send = send;
   }
 
+  /** Whether request `id` is open or waiting (an id reused while in use is a protocol violation). */
+  has(id) {
+    return this.#controllers.has(id) || this.#waiting.some((w) => w.id === id);
+  }
+
   /** A checked 'fetch' message from the run. */
   request(m) {
     if (this.#ended) return;
-    const size = m.body?.byteLength ?? 0;
-    if (size > MAX_BODY_BYTES) return this.#fail(m.id, `a request body of ${size} bytes is over the relay's ${MAX_BODY_BYTES}`);
-    if (this.#open < MAX_IN_FLIGHT) return this.#start(m);
+    const bodySize = m.body?.byteLength ?? 0;
+    if (bodySize > MAX_BODY_BYTES) return this.#fail(m.id, `a request body of ${bodySize} bytes is over the relay's ${MAX_BODY_BYTES}`);
+    // What a waiting request holds: its body, URL and headers.
+    const size = bodySize + m.url.length + m.headers.reduce((n, [k, v]) => n + k.length + v.length, 0);
+    m.size = size;
+    if (this.#open < MAX_IN_FLIGHT) return this.#begin(m);
     if (this.#waiting.length >= MAX_WAITING || this.#waitingBytes + size > MAX_WAITING_BYTES) {
-      return this.#fail(m.id, `more than ${MAX_IN_FLIGHT} requests are open and ${this.#waiting.length} wait (${this.#waitingBytes} bytes of bodies)`);
+      return this.#fail(m.id, `more than ${MAX_IN_FLIGHT} requests are open and ${this.#waiting.length} wait (${this.#waitingBytes} bytes of bodies, URLs and headers)`);
     }
     this.#waiting.push(m);
     this.#waitingBytes += size;
@@ -101,7 +109,7 @@ class FetchRelay {
     const i = this.#waiting.findIndex((w) => w.id === id);
     if (i >= 0) {
       const [m] = this.#waiting.splice(i, 1);
-      this.#waitingBytes -= m.body?.byteLength ?? 0;
+      this.#waitingBytes -= m.size;
       return;
     }
     this.#controllers.get(id)?.abort(peekError(codes.CLOSED, 'the run aborted this fetch'));
@@ -116,7 +124,7 @@ class FetchRelay {
   }
 
   #fail(id, why) {
-    this.#send({ t: 'reply', id, ok: false, error: toPlainError(peekError(codes.FETCH_LIMIT, `fetch refused: ${why}`)) });
+    this.#send({ t: 'reply', id, ok: false, error: forRun(peekError(codes.FETCH_LIMIT, `fetch refused: ${why}`)) });
   }
 
   async #start(m) {
@@ -129,7 +137,7 @@ class FetchRelay {
       const body = await readBounded(res, controller);
       reply = { t: 'reply', id: m.id, ok: true, value: { status: res.status, statusText: res.statusText, headers: [...res.headers], url: res.url, redirected: res.redirected, body } };
     } catch (err) {
-      reply = { t: 'reply', id: m.id, ok: false, error: toPlainError(err) };
+      reply = { t: 'reply', id: m.id, ok: false, error: forRun(err) };
     } finally {
       this.#controllers.delete(m.id);
       this.#open--;
@@ -137,9 +145,14 @@ class FetchRelay {
     if (!this.#ended) this.#send(reply);
     const next = this.#waiting.shift();
     if (next !== undefined && !this.#ended) {
-      this.#waitingBytes -= next.body?.byteLength ?? 0;
-      this.#start(next);
+      this.#waitingBytes -= next.size;
+      this.#begin(next);
     }
+  }
+
+  /** Starts a request; whatever goes wrong answers the run, never throws here. */
+  #begin(m) {
+    this.#start(m).catch(() => {});
   }
 }
 
@@ -157,6 +170,12 @@ async function readBounded(res, controller) {
     chunks.push(chunk);
   }
   return new Uint8Array(Buffer.concat(chunks));
+}
+
+/** An error as the run is told it: its name, code and message; the supervisor's stack stays here. */
+function forRun(err) {
+  const e = toPlainError(err);
+  return { name: e.name, code: e.code, message: e.message };
 }
 
 module.exports = { relayFetch, FetchRelay, MAX_BODY_BYTES, MAX_IN_FLIGHT };

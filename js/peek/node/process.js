@@ -100,13 +100,19 @@ function forkRunProcess({ memoryMb, uid, gid, sandbox = null, warm = false }) {
     gid = undefined;
   }
   const [file, ...args] = SETPRIV === null ? node : [SETPRIV, '--pdeathsig', 'KILL', '--', ...node];
-  const proc = spawn(file, args, {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    detached: true,
-    ...(uid !== undefined ? { uid } : {}),
-    ...(gid !== undefined ? { gid } : {}),
-  });
+  let proc;
+  try {
+    proc = spawn(file, args, {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+      ...(uid !== undefined ? { uid } : {}),
+      ...(gid !== undefined ? { gid } : {}),
+    });
+  } catch (err) {
+    releaseUid();
+    throw err;
+  }
   const pipe = proc.stdio[FRAME_FD];
   let violation = null;
   let handler = null;
@@ -144,7 +150,8 @@ function forkRunProcess({ memoryMb, uid, gid, sandbox = null, warm = false }) {
   pipe?.on('data', (chunk) => reader.push(chunk));
   pipe?.on('error', () => {}); // the process is gone: its exit reports the run
   proc.once('error', (err) => {
-    releaseUid();
+    // (An 'error' of a process that runs, a failed kill, is not its end.)
+    if (proc.pid === undefined) releaseUid();
     readyReject(err);
   });
 

@@ -24,21 +24,24 @@ class NodeRealm extends RealmClient {
   #output = { bytes: 0 };
   /** Sandboxed: the host directory the worker's files were shipped from. */
   #bundleRoot = null;
+  /** Sandboxed: host paths never shipped (the state directory, the credentials file). */
+  #exclude;
 
   /**
    * @param {ReturnType<import('./process').forkRunProcess>} p the process, from the spare pool
    * @param {import('../../../peek').Manifest} manifest
-   * @param {{ signal: AbortSignal, log: (record: object) => void, memoryMb: number }} options
+   * @param {{ signal: AbortSignal, log: (record: object) => void, memoryMb: number, exclude?: string[] }} options
    */
-  constructor(p, manifest, { signal, log, memoryMb }) {
+  constructor(p, manifest, { signal, log, memoryMb, exclude = [] }) {
     // A sandboxed process has no network: its fetches come here (../protocol/host-side.js).
     super(manifest, { log, relayFetch: p.sandboxed });
     this.#p = p;
     this.#log = log;
     this.#memoryMb = memoryMb;
+    this.#exclude = exclude;
     this.timing.forkAt = p.forkAt;
     const { proc } = p;
-    p.frames.attach({ onMessage: (m) => this._receive(this.#realPaths(m)), onViolation: (reason) => this._violation(reason) });
+    p.frames.attach({ onMessage: (m) => this._receive(m), onViolation: (reason) => this._violation(reason) });
     this.#pipe(proc.stdout, 'info');
     this.#pipe(proc.stderr, 'warn');
     p.exited.then((exit) => this.#onExit(exit));
@@ -71,17 +74,17 @@ class NodeRealm extends RealmClient {
   _job(manifest) {
     // A sandboxed process cannot open the worker's files: they travel with the job.
     if (!this.#p.sandboxed) return { href: manifest.worker.href };
-    const bundle = readBundle(manifest.worker.path, manifest.name);
+    const bundle = readBundle(manifest.worker.path, manifest.name, { exclude: this.#exclude });
     this.#bundleRoot = bundle.root;
     return { bundle: { entry: bundle.entry, files: bundle.files } };
   }
 
   /**
    * Sandboxed, the worker ran from a copy under WORKER_ROOT: the errors it
-   * reports name the files where they really are. (Strings only, in the
-   * error fields; the message is checked after this, as it came.)
+   * reports name the files where they really are. On the checked copy only
+   * (../protocol/frames.js bounds every string of it first).
    */
-  #realPaths(m) {
+  _translate(m) {
     const root = this.#bundleRoot;
     if (root === null || m === null || typeof m !== 'object') return m;
     const fix = (e) => {

@@ -28,6 +28,8 @@ const { spawnSync } = require('node:child_process');
 const { codes, peekError } = require('../errors');
 const { WORKER_ROOT } = require('./bundle');
 
+/** Processes and threads of one run, at most, where its uid is its own (a fork bomb stops there). */
+const MAX_TASKS = 512;
 /** Size of the run's private /tmp and of the worker's tmpfs: RAM, so bounded. */
 const TMP_BYTES = 64 * 1024 * 1024;
 /** The default pool of run uids (and gids) when the supervisor is root: unassigned on common distributions. */
@@ -59,8 +61,15 @@ function probe() {
   const root = isRoot();
   const setpriv = find(['/usr/bin/setpriv', '/bin/setpriv']);
   if (root && setpriv === null) return { ok: false, reason: "util-linux's setpriv is not installed: a root supervisor needs it to give each run a uid of its own" };
-  const status = { ok: true, mode: root ? 'root' : 'userns', bwrap, setpriv };
-  const trial = spawnSync(bwrap, [...bwrapArgs(status, { uid: DEFAULT_UIDS[0], binds: [] }), '/usr/bin/env', 'true'], { encoding: 'utf8', timeout: 10_000, env: {} });
+  const status = { ok: true, mode: root ? 'root' : 'userns', bwrap, setpriv, prlimit: find(['/usr/bin/prlimit', '/bin/prlimit']) };
+  // The trial is a real run's: Node, with the binds a run gets, as a run's uid.
+  let binds;
+  try {
+    binds = runtimeBinds();
+  } catch (err) {
+    return { ok: false, reason: `what a run needs could not be found: ${err.message}` };
+  }
+  const trial = spawnSync(bwrap, [...bwrapArgs(status, { uid: DEFAULT_UIDS[0], binds }), fs.realpathSync(process.execPath), '-e', '0'], { encoding: 'utf8', timeout: 20_000, env: {} });
   if (trial.error) return { ok: false, reason: `bwrap could not be started: ${trial.error.message}` };
   if (trial.status !== 0) {
     const said = `${trial.stderr}`.trim().split('\n').pop() || `exit ${trial.status}`;
@@ -80,11 +89,13 @@ let loaded = null;
  */
 function nodeFiles() {
   if (loaded !== null) return loaded;
-  const dirs = new Set([path.dirname(process.execPath)]);
+  // Node itself as a file (what sits beside it, in /opt/app or ~/bin, stays out); its libraries by directory.
+  const node = fs.realpathSync(process.execPath);
+  const dirs = new Set([node]);
   const r = spawnSync(process.execPath, ['-e', "process.stdout.write(require('fs').readFileSync('/proc/self/maps', 'utf8'))"], { encoding: 'utf8', env: {}, timeout: 10_000 });
   for (const line of `${r.stdout ?? ''}`.split('\n')) {
     const file = line.split(/\s+/)[5];
-    if (file?.startsWith('/') && !file.startsWith('/dev/') && fs.existsSync(file)) dirs.add(path.dirname(file));
+    if (file?.startsWith('/') && !file.startsWith('/dev/') && file !== node && fs.existsSync(file)) dirs.add(path.dirname(file));
   }
   const interp = elfInterpreter(process.execPath);
   if (interp !== null) dirs.add(path.dirname(interp));
@@ -151,6 +162,7 @@ function runtimeBinds() {
  */
 function bwrapArgs(status, { uid, binds }) {
   const args = ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--hostname', 'peek-run'];
+  // userns: the root bwrap makes is the run's own tmpfs; it is made read-only once built.
   if (status.mode === 'userns') args.push('--unshare-user', '--disable-userns');
   else args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP');
   // Directories bwrap makes on its own are 0700 (root's): every ancestor of a
@@ -176,14 +188,18 @@ function bwrapArgs(status, { uid, binds }) {
     bound.add(host);
     args.push('--ro-bind', host, host);
   }
-  args.push('--proc', '/proc', '--dev', '/dev');
+  // /dev's own tmpfs is made read-only, and /dev/shm is a bounded tmpfs of its own (RAM, like /tmp).
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--size', String(TMP_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
   dirFor(WORKER_ROOT);
   // The worker's files are written here by the run's process itself: as
   // root, the tmpfs is root's, so it is world-writable (sticky) for the run's uid.
   args.push('--perms', '1777', '--size', String(TMP_BYTES), '--tmpfs', WORKER_ROOT);
+  args.push('--remount-ro', '/');
   args.push('--');
   if (status.mode === 'root') {
     args.push(status.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+    // The run's uid is its own: a limit on its processes (threads count) is a limit on this run's.
+    if (status.prlimit !== null) args.push(status.prlimit, `--nproc=${MAX_TASKS}`, '--');
   }
   return args;
 }
@@ -232,8 +248,18 @@ class UidPool {
  * @param {string[]} node
  */
 function sandboxCommand(status, pool, node) {
+  const binds = runtimeBinds();
+  // Taken last: nothing after this can throw and leave it taken.
   const uid = status.mode === 'root' ? pool.take() : process.getuid();
-  return { command: [status.bwrap, ...bwrapArgs(status, { uid, binds: runtimeBinds() }), ...node], uid, release: () => status.mode === 'root' && pool.give(uid) };
+  let released = false;
+  const release = () => {
+    if (released || status.mode !== 'root') return;
+    released = true;
+    pool.give(uid);
+  };
+  // Node by its real path: that is the file bound in.
+  const exec = [fs.realpathSync(node[0]), ...node.slice(1)];
+  return { command: [status.bwrap, ...bwrapArgs(status, { uid, binds }), ...exec], uid, release };
 }
 
 module.exports = { sandboxStatus, sandboxCommand, UidPool, WORKER_ROOT, DEFAULT_UIDS, TMP_BYTES };

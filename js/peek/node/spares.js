@@ -39,7 +39,13 @@ class Spares {
 
   #refill() {
     while (!this.#closed && this.#spares.length < this.#options.size) {
-      const p = this.#fork(true);
+      let p;
+      try {
+        p = this.#fork(true);
+      } catch {
+        // No spare can be made now (no sandbox uid free): a run forks its own and hears why.
+        return;
+      }
       release(p.proc);
       // A spare that dies (killed from outside) is dropped, not handed out.
       p.exited.then(() => {

@@ -158,9 +158,18 @@ const bool = (v, what) => (typeof v === 'boolean' ? v : fail(`${what} is not a b
 const short = (v, max, what) => (str(v, what).length <= max ? v : fail(`${what} is longer than ${max} characters`));
 const optStr = (v, what) => (v === undefined || v === null ? undefined : str(v, what));
 
+/** An error's strings are kept to this many characters (the rest is cut, marked). */
+const MAX_ERROR_TEXT = 64 * 1024;
+const cut = (s, max = MAX_ERROR_TEXT) => (s === undefined || s.length <= max ? s : `${s.slice(0, max)}… (cut)`);
+
 function plainError(v, what) {
   if (!isObject(v)) fail(`${what} is not an error object`);
-  return { name: str(v.name ?? 'Error', `${what}.name`), message: str(v.message ?? '', `${what}.message`), code: optStr(v.code, `${what}.code`), stack: optStr(v.stack, `${what}.stack`) };
+  return {
+    name: cut(str(v.name ?? 'Error', `${what}.name`), 256),
+    message: cut(str(v.message ?? '', `${what}.message`)),
+    code: cut(optStr(v.code, `${what}.code`), 256),
+    stack: cut(optStr(v.stack, `${what}.stack`)),
+  };
 }
 
 function timing(v, what) {
@@ -258,7 +267,8 @@ const REALM_MESSAGES = {
       Array.isArray(h) && h.length === 2 ? [short(h[0], 1024, `fetch.headers[${i}][0]`), short(h[1], 16 * 1024, `fetch.headers[${i}][1]`)] : fail(`fetch.headers[${i}] is not [name, value]`),
     );
     if (m.body !== undefined && m.body !== null && !(m.body instanceof Uint8Array)) fail('fetch.body is not bytes');
-    if (m.body instanceof Uint8Array) out.body = m.body;
+    // A copy: a view decoded from the frame would keep the whole frame alive.
+    if (m.body instanceof Uint8Array) out.body = new Uint8Array(m.body);
     const redirect = m.redirect ?? 'follow';
     out.redirect = redirect === 'follow' || redirect === 'manual' || redirect === 'error' ? redirect : fail("fetch.redirect is not 'follow', 'manual' or 'error'");
     return out;

@@ -132,7 +132,7 @@ class RealmClient {
     const job = { t: 'job', shape: describeShape(this.#api), domains: this.#domains, ...this._job(manifest) };
     const loaded = this.#expect('loaded');
     this.timing.jobAt = performance.timeOrigin + performance.now();
-    this._send(job);
+    this.#sendExpecting(job, ['loaded']);
     const m = await loaded;
     if (m.timing) Object.assign(this.timing, m.timing);
     if (!m.ok) throw fromPlainError(m.error);
@@ -154,7 +154,7 @@ class RealmClient {
     const result = this.#expect('result');
     const settled = this.#expect('settled');
     settled.catch(() => {});
-    this._send({ t: 'invoke', name, trigger: ctx.trigger, deadline: ctx.deadline });
+    this.#sendExpecting({ t: 'invoke', name, trigger: ctx.trigger, deadline: ctx.deadline }, ['result', 'settled']);
     let r;
     try {
       r = await result;
@@ -183,6 +183,16 @@ class RealmClient {
     return r.value;
   }
 
+  /** Sends `m`; if it cannot be sent (a value the frame cannot carry), the answers it was to bring are no longer awaited. */
+  #sendExpecting(m, kinds) {
+    try {
+      this._send(m);
+    } catch (err) {
+      for (const k of kinds) this.#drop(k);
+      throw err;
+    }
+  }
+
   #expect(kind) {
     if (this.#inbox.has(kind)) {
       const m = this.#inbox.get(kind);
@@ -203,7 +213,7 @@ class RealmClient {
     if (this.#violation !== null) return;
     let m;
     try {
-      m = checkRealmMessage(raw, { allow: this.#allow });
+      m = this._translate(checkRealmMessage(raw, { allow: this.#allow }));
     } catch (err) {
       this._violation(err instanceof ProtocolViolation ? err.message : `a message could not be checked (${err?.message ?? err})`);
       return;
@@ -230,8 +240,11 @@ class RealmClient {
     if (m.t === 'call' || m.t === 'cast') {
       this.#answer(m).catch((err) => this.#log({ level: 'error', worker: this.#manifest.name, args: [`answering api.${m.path.join('.')} failed:`, err?.message ?? String(err)] }));
     } else if (m.t === 'net') this.#netLog(m);
-    else if (m.t === 'fetch') this.#fetchRelay().request(m);
-    else if (m.t === 'fetch-abort') this.#relay?.abort(m.id);
+    else if (m.t === 'fetch') {
+      const relay = this.#fetchRelay();
+      if (relay.has(m.id)) return this._violation(`it reused fetch id ${m.id} while that request was in flight`);
+      relay.request(m);
+    } else if (m.t === 'fetch-abort') this.#relay?.abort(m.id);
   }
 
   #fetchRelay() {
@@ -273,6 +286,11 @@ class RealmClient {
   /** The violation that ended the run, or null. */
   get violation() {
     return this.#violation;
+  }
+
+  /** A checked message, as the transport wants the host to see it (by default as it is). */
+  _translate(m) {
+    return m;
   }
 
   /** Ends the realm after a violation (the transport's; by default nothing: close() follows). */
