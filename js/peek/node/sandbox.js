@@ -162,7 +162,6 @@ function runtimeBinds() {
  */
 function bwrapArgs(status, { uid, binds }) {
   const args = ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--hostname', 'peek-run'];
-  // userns: the root bwrap makes is the run's own tmpfs; it is made read-only once built.
   if (status.mode === 'userns') args.push('--unshare-user', '--disable-userns');
   else args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP');
   // Directories bwrap makes on its own are 0700 (root's): every ancestor of a
@@ -182,7 +181,7 @@ function bwrapArgs(status, { uid, binds }) {
   };
   for (const host of [...SYSTEM_BINDS, ...binds]) {
     if (!fs.existsSync(host)) continue;
-    if ([...made].some((m) => m !== '/' && host.startsWith(`${m}/`) && bound.has(m))) continue; // inside a bind already
+    if ([...bound].some((m) => host.startsWith(`${m}/`))) continue; // inside a bind already
     dirFor(host);
     made.add(host);
     bound.add(host);
@@ -194,6 +193,7 @@ function bwrapArgs(status, { uid, binds }) {
   // The worker's files are written here by the run's process itself: as
   // root, the tmpfs is root's, so it is world-writable (sticky) for the run's uid.
   args.push('--perms', '1777', '--size', String(TMP_BYTES), '--tmpfs', WORKER_ROOT);
+  // The root bwrap builds is a tmpfs (the run's own, in a user namespace): read-only once built.
   args.push('--remount-ro', '/');
   args.push('--');
   if (status.mode === 'root') {
