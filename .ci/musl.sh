@@ -223,8 +223,8 @@ check_addon() {
 smoke() {
   local a=$1
   PATH="$(dirname "$(node_of "$a")"):$PATH" "$(node_of "$a")" -e '
-    const { triple } = require("./js/platform");
-    require("./js/native");
+    const { triple } = require("./js/native/platform");
+    require("./js/native/load");
     const r = process.report.getReport();
     const addon = r.sharedObjects.find((f) => f.endsWith(".node"));
     console.log(`Node ${process.version} ${process.arch}: glibcVersionRuntime ${r.header.glibcVersionRuntime}, triple() ${triple()}, loaded ${addon}`);
