@@ -42,3 +42,15 @@ test('js/ holds only the package entry points at its top; everything else is in 
     .map((e) => e.name);
   t.deepEqual(top.sort(), ['index.js', 'index.mjs']);
 });
+
+test('every code the native core can send is one of the package’s codes (errors.js), so none reaches a user as another', (t) => {
+  const { codes } = require('../../js/api/errors');
+  const known = new Set(Object.values(codes));
+  const sent = new Set();
+  for (const f of files('src', '.rs')) for (const m of fs.readFileSync(path.join(ROOT, f), 'utf8').matchAll(/"(ERR_[A-Z_]+)"/g)) sent.add(m[1]);
+  t.true(sent.size >= 6, [...sent].join(' '));
+  t.deepEqual(
+    [...sent].filter((c) => !known.has(c)),
+    [],
+  );
+});
