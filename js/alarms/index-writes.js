@@ -42,17 +42,17 @@ const NO_INDEX = Object.freeze({ earlier: async () => {}, exact: async () => {},
 class AlarmIndexWrites {
   #alarms;
   #index;
-  #flush;
+  #state;
 
   /**
    * @param {import('./worker-alarms').WorkerAlarms} alarms the worker's alarms
    * @param {import('../runtime/host-port').AlarmIndex} index its entry in the catalog's index
-   * @param {() => Promise<void> | null} flush commits the worker's writes so far (the gate)
+   * @param {{ flush(): Promise<void> | null }} state whose flush() commits the worker's writes so far (the gate)
    */
-  constructor(alarms, index, flush) {
+  constructor(alarms, index, state) {
     this.#alarms = alarms;
     this.#index = index;
-    this.#flush = flush;
+    this.#state = state;
   }
 
   /** Sets alarm `name` to fire at `when`; resolves once it is on disk and findable. */
@@ -60,7 +60,7 @@ class AlarmIndexWrites {
     await this.#index.earlier(when);
     crashPoint('alarm-after-index-earlier');
     this.#alarms.put(name, when, 0);
-    await this.#flush();
+    await this.#state.flush();
     crashPoint('alarm-after-worker-write');
     await this.#index.exact(this.#alarms.indexAt());
     this.#index.wake(when);
@@ -69,7 +69,7 @@ class AlarmIndexWrites {
   /** Removes alarm `name`; the index follows once the file no longer holds it. */
   async delete(name) {
     if (!this.#alarms.remove(name)) return;
-    await this.#flush();
+    await this.#state.flush();
     await this.#index.exact(this.#alarms.indexAt());
   }
 
@@ -77,13 +77,13 @@ class AlarmIndexWrites {
   async clear() {
     const had = this.#alarms.size > 0;
     this.#alarms.clear();
-    await this.#flush();
+    await this.#state.flush();
     if (had) await this.#index.exact(this.#alarms.indexAt());
   }
 
   /** After alarms fired (and were cleared, retried or set again): commits that, then sets the index exactly. */
   async settle() {
-    await this.#flush();
+    await this.#state.flush();
     const at = this.#alarms.indexAt();
     await this.#index.exact(at);
     if (at !== null) this.#index.wake(at);

@@ -59,6 +59,14 @@ class Host extends EventEmitter {
     this.#native = native;
     this.#options = options;
     const host = this;
+    /** @type {import('./worker-context').ContextPort} one for every worker's ctx */
+    const ctxPort = {
+      get: (w, Class, id) => host.get(Class, id),
+      accept: (w, ws, tags) => host.#sockets.accept(w, ws, tags),
+      list: (w, tag) => host.#sockets.list(w.key, tag),
+      tags: (w, ws) => host.#sockets.tags(ws),
+      autoResponse: (w, pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
+    };
     this.#live = new LiveSet({
       native,
       onIdle: (w) => host.#sockets.resume(w.key),
@@ -92,15 +100,7 @@ class Host extends EventEmitter {
       busy: (w) => host.#live.busy(w),
       idle: (w) => host.#live.idle(w),
       failed: (w) => host.#live.retire(w, null),
-      ctxFor: (w) =>
-        new WorkerContext({
-          id: w.id,
-          get: (Class, id) => host.get(Class, id),
-          accept: (ws, tags) => host.#sockets.accept(w, ws, tags),
-          list: (tag) => host.#sockets.list(w.key, tag),
-          tags: (ws) => host.#sockets.tags(ws),
-          autoResponse: (pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
-        }),
+      ctxFor: (w) => new WorkerContext(ctxPort, w),
       alarmIndex: (className, id) => catalogIndex(native, className, id, (at) => host.#wake(className, at)),
       alarmFailed: (err, info) => {
         host.#counts.alarmsFailed++;

@@ -36,6 +36,9 @@ function utf8Length(s) {
 /** Whether well-formed `s` is over MAX_NAME_BYTES; counted only when it could be (3 bytes a UTF-16 unit at most). */
 const tooLong = (s) => s.length * 3 > MAX_NAME_BYTES && utf8Length(s) > MAX_NAME_BYTES;
 
+/** `who` names the worker in a message: a string, or a function called only when a message is made (hot paths pass the function). */
+const named = (who) => (typeof who === 'function' ? who() : who);
+
 /** How a value that is not what was asked for is named in a message. */
 function describe(v) {
   if (typeof v === 'function') return v.name ? `function ${v.name}` : 'an anonymous function';
@@ -54,29 +57,29 @@ function checkWorkerId(className, id) {
 
 /** A document's id in `collection`: a well-formed string of at most 2,048 bytes (ERR_DURABLE_ID). `who` names the worker. */
 function checkDocumentId(who, collection, id) {
-  if (typeof id !== 'string') throw new DurableError(codes.ID, `${who}: a document id in collection ${collection} must be a string, got ${typeof id}`);
-  if (!id.isWellFormed()) throw new DurableError(codes.ID, `${who}: document id ${JSON.stringify(id)} holds a lone surrogate and cannot be stored as UTF-8`);
-  if (tooLong(id)) throw new DurableError(codes.ID, `${who}: a document id may be at most ${MAX_NAME_BYTES} bytes of UTF-8 (got ${utf8Length(id)})`);
+  if (typeof id !== 'string') throw new DurableError(codes.ID, `${named(who)}: a document id in collection ${collection} must be a string, got ${typeof id}`);
+  if (!id.isWellFormed()) throw new DurableError(codes.ID, `${named(who)}: document id ${JSON.stringify(id)} holds a lone surrogate and cannot be stored as UTF-8`);
+  if (tooLong(id)) throw new DurableError(codes.ID, `${named(who)}: a document id may be at most ${MAX_NAME_BYTES} bytes of UTF-8 (got ${utf8Length(id)})`);
 }
 
 /** A state key: a well-formed string of at most 2,048 bytes (ERR_DURABLE_NAME). */
 function checkKey(who, key) {
-  if (typeof key !== 'string') throw new DurableError(codes.NAME, `${who}: a key must be a string, got ${typeof key}`);
-  if (!key.isWellFormed()) throw new DurableError(codes.NAME, `${who}: key ${JSON.stringify(key)} holds a lone surrogate and cannot be stored as UTF-8`);
-  if (tooLong(key)) throw new DurableError(codes.NAME, `${who}: a key may be at most ${MAX_NAME_BYTES} bytes of UTF-8 (got ${utf8Length(key)})`);
+  if (typeof key !== 'string') throw new DurableError(codes.NAME, `${named(who)}: a key must be a string, got ${typeof key}`);
+  if (!key.isWellFormed()) throw new DurableError(codes.NAME, `${named(who)}: key ${JSON.stringify(key)} holds a lone surrogate and cannot be stored as UTF-8`);
+  if (tooLong(key)) throw new DurableError(codes.NAME, `${named(who)}: a key may be at most ${MAX_NAME_BYTES} bytes of UTF-8 (got ${utf8Length(key)})`);
 }
 
 /** An alarm's name: a well-formed string of at most 2,048 bytes (ERR_DURABLE_NAME). */
 function checkAlarmName(who, name) {
   if (typeof name !== 'string' || !name.isWellFormed() || tooLong(name)) {
-    throw new DurableError(codes.NAME, `${who}: an alarm name is a string of at most ${MAX_NAME_BYTES} bytes of UTF-8`);
+    throw new DurableError(codes.NAME, `${named(who)}: an alarm name is a string of at most ${MAX_NAME_BYTES} bytes of UTF-8`);
   }
 }
 
 /** setAlarm's time: a Date or finite epoch milliseconds, as whole milliseconds (a TypeError otherwise). */
 function alarmTime(who, at) {
   const ms = at instanceof Date ? at.getTime() : at;
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new TypeError(`${who}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new TypeError(`${named(who)}: setAlarm(at) takes a Date or epoch milliseconds, got ${String(at)}`);
   return Math.floor(ms);
 }
 
@@ -84,7 +87,7 @@ function alarmTime(who, at) {
 function valueTooLarge(who, key, bytes) {
   return new DurableError(
     codes.STATE_TOO_LARGE,
-    `${who}: the value for key ${JSON.stringify(key)} is ${bytes} bytes encoded; a value may be at most ${MAX_VALUE_BYTES} (128 KiB). Keep what accumulates in a collection.`,
+    `${named(who)}: the value for key ${JSON.stringify(key)} is ${bytes} bytes encoded; a value may be at most ${MAX_VALUE_BYTES} (128 KiB). Keep what accumulates in a collection.`,
   );
 }
 
@@ -92,7 +95,7 @@ function valueTooLarge(who, key, bytes) {
 function stateTooLarge(who, key, total) {
   return new DurableError(
     codes.STATE_TOO_LARGE,
-    `${who}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_STATE_BYTES} (1 MiB). Keep what accumulates in a collection.`,
+    `${named(who)}: setting key ${JSON.stringify(key)} would bring the worker's state to ${total} bytes; a worker may hold at most ${MAX_STATE_BYTES} (1 MiB). Keep what accumulates in a collection.`,
   );
 }
 

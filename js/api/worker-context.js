@@ -6,22 +6,28 @@
 // a Durable Object (cloudflare/runtime.js).
 
 /**
+ * How a host does what a ctx offers, for any of its workers: one object per
+ * host, shared by every worker's ctx (a ctx holds the port and its worker).
  * @typedef {object} ContextPort
- * @property {string} id the worker's id
- * @property {(Class: Function, id: string) => object} get a stub for another worker, carrying this call's chain
- * @property {(ws: object, tags?: string[]) => object} accept hands a socket to the host for this worker; its handle
- * @property {(tag?: string) => object[]} list this worker's open accepted sockets
- * @property {(ws: object) => string[]} tags the tags a socket was accepted with
- * @property {(pair: { request: string, response: string } | null) => void} autoResponse
+ * @property {(worker: object, Class: Function, id: string) => object} get a stub for another worker, carrying this call's chain
+ * @property {(worker: object, ws: object, tags?: string[]) => object} accept hands a socket to the host for this worker; its handle
+ * @property {(worker: object, tag?: string) => object[]} list this worker's open accepted sockets
+ * @property {(worker: object, ws: object) => string[]} tags the tags a socket was accepted with
+ * @property {(worker: object, pair: { request: string, response: string } | null) => void} autoResponse
  */
 
 /** What a worker sees as `this.ctx`. */
 class WorkerContext {
   #port;
+  #worker;
 
-  /** @param {ContextPort} port */
-  constructor(port) {
+  /**
+   * @param {ContextPort} port the host's
+   * @param {{ id: string }} worker the worker, as the host knows it
+   */
+  constructor(port, worker) {
     this.#port = port;
+    this.#worker = worker;
   }
 
   /**
@@ -32,32 +38,32 @@ class WorkerContext {
    * @param {string[]} [tags]
    */
   acceptWebSocket(ws, tags) {
-    return this.#port.accept(ws, tags);
+    return this.#port.accept(this.#worker, ws, tags);
   }
 
   /** This worker's open accepted sockets, those with `tag` if given. */
   getWebSockets(tag) {
-    return this.#port.list(tag);
+    return this.#port.list(this.#worker, tag);
   }
 
   /** The tags a socket was accepted with. */
   getTags(ws) {
-    return this.#port.tags(ws);
+    return this.#port.tags(this.#worker, ws);
   }
 
   /** Answers a message whose text is exactly `request` with `response`, on the host, without waking this worker; null clears. */
   setWebSocketAutoResponse(pair) {
-    this.#port.autoResponse(pair);
+    this.#port.autoResponse(this.#worker, pair);
   }
 
   /** This worker's id. */
   get id() {
-    return this.#port.id;
+    return this.#worker.id;
   }
 
   /** A stub for another worker; calls through it carry this call's chain. */
   get(Class, id) {
-    return this.#port.get(Class, id);
+    return this.#port.get(this.#worker, Class, id);
   }
 }
 

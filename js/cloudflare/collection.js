@@ -220,7 +220,7 @@ class Collection {
   }
 
   #checkId(id) {
-    checkDocumentId(this.#who(), this.#decl.name, id);
+    checkDocumentId(() => this.#who(), this.#decl.name, id);
   }
 }
 

@@ -56,6 +56,15 @@ class Mailbox {
   }
 }
 
+/** What a worker's `this.ctx` does on a Durable Object, where one object is one worker: the worker is its Runtime. */
+const CTX_PORT = Object.freeze({
+  get: (rt, Class, id) => stubFor(rt.env, Class, id, () => [...currentChain(), rt.who()]),
+  accept: (rt, ws, tags) => rt.sockets.accept(ws, tags),
+  list: (rt, tag) => rt.sockets.list(tag),
+  tags: (rt, ws) => rt.sockets.tags(ws),
+  autoResponse: (rt, pair) => rt.sockets.setAutoResponse(pair),
+});
+
 /** One Durable Object instance's side of a worker. */
 class Runtime {
   constructor(Class, entry, ctx, env) {
@@ -95,15 +104,7 @@ class Runtime {
     if (this.instance !== null) return this.instance;
     const state = new CloudflareState(() => this.who(), this.ctx.storage, this.entry.collections, this.alarms);
     state._ensureTables();
-    const self = this;
-    const wctx = new WorkerContext({
-      id: this.id,
-      get: (Class, id) => stubFor(self.env, Class, id, () => [...currentChain(), self.who()]),
-      accept: (ws, tags) => self.sockets.accept(ws, tags),
-      list: (tag) => self.sockets.list(tag),
-      tags: (ws) => self.sockets.tags(ws),
-      autoResponse: (pair) => self.sockets.setAutoResponse(pair),
-    });
+    const wctx = new WorkerContext(CTX_PORT, this);
     const instance = construct(this.Class, { id: this.id, state, ctx: wctx });
     if (typeof instance.start === 'function') await instance.start();
     this.instance = instance;

@@ -161,7 +161,7 @@ class CloudflareState {
   // --- alarms --------------------------------------------------------------
 
   async setAlarm(at, { name = '' } = {}) {
-    const when = alarmTime(this.#who(), at);
+    const when = alarmTime(this.#who, at);
     this.#checkAlarmName(name);
     await this.#alarms.set(name, when);
   }
@@ -192,11 +192,11 @@ class CloudflareState {
   }
 
   #checkAlarmName(name) {
-    checkAlarmName(this.#who(), name);
+    checkAlarmName(this.#who, name);
   }
 
   #checkKey(key) {
-    checkKey(this.#who(), key);
+    checkKey(this.#who, key);
   }
 }
 

@@ -185,7 +185,7 @@ class Collection {
   }
 
   #checkId(id) {
-    checkDocumentId(this.#store.who(), this.#decl.name, id);
+    checkDocumentId(this.#store.who, this.#decl.name, id);
   }
 }
 

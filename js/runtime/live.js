@@ -42,7 +42,7 @@ function waitAtMost(promise, ms) {
 class LiveWorker extends QueuedWorker {
   /** Closes the worker's file on a commit thread. */
   #closeFile;
-  /** @type {import('../state/resident-state').StateRuntime} */
+  /** @type {ReturnType<typeof DurableState.runtimeOf>} what this worker's runtime sees of its state */
   #stateRuntime;
 
   /**

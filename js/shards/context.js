@@ -9,7 +9,6 @@
 // send is output, gated on the owning worker's writes here, in the shard, then
 // handed to the host, which sends it at once.
 const { DurableError, codes } = require('../api/errors');
-const { WorkerContext } = require('../api/worker-context');
 const { nameOf: workerName } = require('../runtime/calls');
 const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
 const { current } = require('../runtime/call-chain');
@@ -249,21 +248,20 @@ function revive(value, mirror) {
 }
 
 /**
- * What a worker on a shard sees as `this.ctx` (api/worker-context.js): calls
- * go to the host thread, sockets are the mirror of the host's.
+ * How a shard does what a worker's `this.ctx` offers (api/worker-context.js):
+ * calls go to the host thread, sockets are the mirror of the host's.
  */
-function shardContext(worker, mirror, outgoing) {
-  return new WorkerContext({
-    id: worker.id,
-    get: (Class, id) => {
+function shardContextPort(mirror, outgoing) {
+  return {
+    get: (worker, Class, id) => {
       const name = nameOf(Class);
       return makeStub((method, args) => outgoing.call(name, id, method, args), label(name, String(id)));
     },
-    accept: (ws, tags) => mirror.accept(worker, ws, tags),
-    list: (tag) => mirror.list(worker.key, tag),
-    tags: (ws) => mirror.tags(ws),
-    autoResponse: (pair) => mirror.setAutoResponse(worker.key, worker.who, pair),
-  });
+    accept: (worker, ws, tags) => mirror.accept(worker, ws, tags),
+    list: (worker, tag) => mirror.list(worker.key, tag),
+    tags: (worker, ws) => mirror.tags(ws),
+    autoResponse: (worker, pair) => mirror.setAutoResponse(worker.key, worker.who, pair),
+  };
 }
 
-module.exports = { shardContext, SocketMirror, Outgoing, ProxySocket, nameOf, revive };
+module.exports = { shardContextPort, SocketMirror, Outgoing, ProxySocket, nameOf, revive };

@@ -19,7 +19,8 @@ const { declaredCollections } = require('../collections/declarations');
 const { label } = require('../api/errors');
 const { keyOf } = require('../runtime/calls');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
-const { shardContext, SocketMirror, Outgoing, nameOf, revive } = require('./context');
+const { shardContextPort, SocketMirror, Outgoing, nameOf, revive } = require('./context');
+const { WorkerContext } = require('../api/worker-context');
 
 const post = (msg) => parentPort.postMessage(msg);
 
@@ -28,6 +29,7 @@ const live = new Map();
 const commits = new Commits();
 const mirror = new SocketMirror(post, (key) => live.get(key)?.state.flush() ?? null);
 const outgoing = new Outgoing(post, mirror);
+const ctxPort = shardContextPort(mirror, outgoing);
 
 // --- requests to the host ---------------------------------------------------
 
@@ -70,7 +72,7 @@ const inner = {
     if (w.status !== 'closed') post({ op: OP.ran, key: w.key });
   },
   failed: (w) => post({ op: OP.failed, key: w.key, error: serializeError(w.failure) }),
-  ctxFor: (w) => shardContext(w, mirror, outgoing),
+  ctxFor: (w) => new WorkerContext(ctxPort, w),
   alarmIndex: (className, id) => ({
     earlier: (at) => rpc(null, 'alarmEarlier', [className, id, at]),
     exact: (at) => rpc(null, 'alarmExact', [className, id, at]),

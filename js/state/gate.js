@@ -30,10 +30,20 @@ function deferred() {
   return { promise, resolve, reject };
 }
 
+/** What a gate asks of its owner (the state), by these symbols: one owner reference per gate, no closures. */
+const OWNER = Object.freeze({
+  /** `() => object | null`: the writes made so far, as one batch (null: none left to write). */
+  take: Symbol('gate.take'),
+  /** `(batch, hasFile) => Promise<void>`: writes a batch (creating the file when there is none). */
+  commit: Symbol('gate.commit'),
+  /** `(batch) => void`: a batch is on disk. */
+  landed: Symbol('gate.landed'),
+  /** `() => boolean`: whether anything is waiting to be taken. */
+  dirty: Symbol('gate.dirty'),
+});
+
 class OutputGate {
-  #take;
-  #commit;
-  #landed;
+  #owner;
   #inflight = null;
   #next = null;
   #tail = null;
@@ -41,19 +51,9 @@ class OutputGate {
   /** False until the worker's first commit creates its file. */
   #hasFile = false;
 
-  /**
-   * @param {{
-   *   take: () => object | null,  the writes made so far, as one batch (null: none left to write)
-   *   commit: (batch: object, hasFile: boolean) => Promise<void>,  writes a batch (creating the file when there is none)
-   *   landed: (batch: object) => void,  a batch is on disk
-   *   dirty: () => boolean,  whether anything is waiting to be taken
-   * }} options
-   */
-  constructor({ take, commit, landed, dirty }) {
-    this.#take = take;
-    this.#commit = commit;
-    this.#landed = landed;
-    this.dirty = dirty;
+  /** @param {object} owner implements the OWNER symbols */
+  constructor(owner) {
+    this.#owner = owner;
   }
 
   /** Whether the worker's file exists (its first commit has landed, or it was loaded). */
@@ -74,7 +74,7 @@ class OutputGate {
    */
   flush() {
     if (this.#failed) return Promise.reject(this.#failed);
-    if (!this.dirty()) return this.#tail;
+    if (!this.#owner[OWNER.dirty]()) return this.#tail;
     if (this.#inflight === null) return this.#start(null) ?? this.#tail;
     if (this.#next === null) {
       this.#next = deferred();
@@ -88,7 +88,7 @@ class OutputGate {
    * Returns its promise, or null when there was nothing left to write.
    */
   #start(d) {
-    const batch = this.#take();
+    const batch = this.#owner[OWNER.take]();
     if (batch === null) {
       if (d !== null) {
         if (this.#tail === d.promise) this.#tail = null;
@@ -97,14 +97,14 @@ class OutputGate {
       return null;
     }
     d ??= deferred();
-    const commit = this.#commit(batch, this.#hasFile);
+    const commit = this.#owner[OWNER.commit](batch, this.#hasFile);
     this.#inflight = d;
     this.#tail = d.promise;
     commit.then(
       () => {
         this.#hasFile = true;
         this.#inflight = null;
-        this.#landed(batch);
+        this.#owner[OWNER.landed](batch);
         const next = this.#next;
         this.#next = null;
         if (next === null && this.#tail === d.promise) this.#tail = null;
@@ -126,4 +126,4 @@ class OutputGate {
   }
 }
 
-module.exports = { OutputGate };
+module.exports = { OutputGate, OWNER };

@@ -11,44 +11,16 @@
 // The resident copy holds encoded bytes, decoded on every `get`: a caller who
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
-const { Buffer } = require('node:buffer');
 const { fromNative } = require('../api/errors');
 const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
-const { TAG_V8, encode, decode, isPrimitive } = require('./codec');
+const { TAG_V8, encode, decode } = require('./codec');
+const { entryOf, sizeOf } = require('./entry');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
-const { OutputGate } = require('./gate');
+const { OutputGate, OWNER: GATE } = require('./gate');
 const { UncommittedDocs } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
 const { NONE, noSuchCollection } = require('../collections/declarations');
-
-/** One resident value. `value` is kept only for primitives, which are immutable. */
-class Entry {
-  constructor(bytes, value, prim) {
-    this.bytes = bytes;
-    this.value = value;
-    this.prim = prim;
-  }
-}
-
-function entryOf(bytes, value) {
-  const prim = isPrimitive(value);
-  return new Entry(bytes, prim ? value : undefined, prim);
-}
-
-function sizeOf(key, entry) {
-  return entry ? Buffer.byteLength(key) + entry.bytes.length : 0;
-}
-
-/**
- * What the worker's runtime (runtime/live.js) needs of its state beyond the
- * public face: DurableState.runtimeOf(state).
- * @typedef {object} StateRuntime
- * @property {(page: { exists: boolean, keys: string[], tags: number[], values: Buffer[], alarms?: object }) => void} load fills the state from the worker's file
- * @property {() => boolean} hasFile whether the worker's file exists
- * @property {WorkerAlarms} alarms the worker's alarms, for firing them
- * @property {() => Promise<void>} settleAlarms commits what firing changed and sets the index exactly
- */
 
 class DurableState {
   #who;
@@ -74,7 +46,6 @@ class DurableState {
   #alarmWrites;
   /** @type {OutputGate} */
   #gate;
-  /** @type {StateRuntime | null} */
   #runtime = null;
 
   /**
@@ -90,28 +61,56 @@ class DurableState {
     this.#native = native;
     this.#onDirty = onDirty;
     this.#collections = collections;
-    this.#gate = new OutputGate({
-      take: () => this.#takeBatch(),
-      commit: (batch, hasFile) => (hasFile ? native.write(batch) : native.create(batch)),
-      landed: (batch) => {
-        this.#docs.landed();
-        if (batch.alarms !== undefined) this.#alarms.landed();
-      },
-      dirty: () => this.#pending.size > 0 || this.#alarms.dirty || this.#docs.dirty,
-    });
-    this.#alarmWrites = new AlarmIndexWrites(this.#alarms, index, () => this.flush());
+    this.#gate = new OutputGate(this);
+    this.#alarmWrites = new AlarmIndexWrites(this.#alarms, index, this);
   }
 
-  /** @returns {StateRuntime} the runtime's port on `state` */
-  static runtimeOf(state) {
-    state.#runtime ??= {
-      load: (page) => state.#load(page),
-      hasFile: () => state.#gate.hasFile,
-      alarms: state.#alarms,
-      settleAlarms: () => state.#alarmWrites.settle(),
-    };
-    return state.#runtime;
+  // What the gate asks of its state (./gate.js): methods, not closures, so a worker costs no more than its fields.
+  [GATE.take]() {
+    return this.#takeBatch();
   }
+
+  [GATE.commit](batch, hasFile) {
+    return hasFile ? this.#native.write(batch) : this.#native.create(batch);
+  }
+
+  [GATE.landed](batch) {
+    this.#docs.landed();
+    if (batch.alarms !== undefined) this.#alarms.landed();
+  }
+
+  [GATE.dirty]() {
+    return this.#pending.size > 0 || this.#alarms.dirty || this.#docs.dirty;
+  }
+
+  /**
+   * What the worker's runtime (runtime/live.js) needs of `state` beyond its
+   * public face: `load(page)` fills it from the worker's file, `hasFile()`,
+   * `alarms` (to fire them), `settleAlarms()` commits what firing changed and
+   * sets the index exactly. One per state; its methods reach the private fields.
+   */
+  static runtimeOf(state) {
+    return (state.#runtime ??= new DurableState.#Runtime(state));
+  }
+
+  static #Runtime = class StateRuntime {
+    #s;
+    constructor(s) {
+      this.#s = s;
+    }
+    load(page) {
+      this.#s.#load(page);
+    }
+    hasFile() {
+      return this.#s.#gate.hasFile;
+    }
+    get alarms() {
+      return this.#s.#alarms;
+    }
+    settleAlarms() {
+      return this.#s.#alarmWrites.settle();
+    }
+  };
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
   #load({ exists, keys, tags, values, alarms }) {
@@ -191,7 +190,7 @@ class DurableState {
    * changed, when the value cannot be cloned or is over the caps.
    */
   set(key, value) {
-    checkKey(this.#who(), key);
+    checkKey(this.#who, key);
     const bytes = encode(value, () => `${this.#who()}, key ${JSON.stringify(key)}`);
     if (bytes.length > MAX_VALUE_BYTES) throw valueTooLarge(this.#who(), key, bytes.length);
     const old = this.#resident.get(key);
@@ -207,7 +206,7 @@ class DurableState {
 
   /** Deletes `key`; true if it was there. */
   delete(key) {
-    checkKey(this.#who(), key);
+    checkKey(this.#who, key);
     const old = this.#resident.get(key);
     if (old === undefined) return false;
     this.#record(key, old);
@@ -265,8 +264,8 @@ class DurableState {
    * @param {{ name?: string }} [options]
    */
   async setAlarm(at, { name = '' } = {}) {
-    const when = alarmTime(this.#who(), at);
-    checkAlarmName(this.#who(), name);
+    const when = alarmTime(this.#who, at);
+    checkAlarmName(this.#who, name);
     await this.#alarmWrites.set(name, when);
   }
 
@@ -276,13 +275,13 @@ class DurableState {
    * @param {string} [name]
    */
   getAlarm(name = '') {
-    checkAlarmName(this.#who(), name);
+    checkAlarmName(this.#who, name);
     return this.#alarms.time(name);
   }
 
   /** Removes alarm `name` (the unnamed one by default). */
   async deleteAlarm(name = '') {
-    checkAlarmName(this.#who(), name);
+    checkAlarmName(this.#who, name);
     await this.#alarmWrites.delete(name);
   }
 
