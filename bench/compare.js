@@ -4,11 +4,12 @@
 // (git revisions; after defaults to the working tree). Each is checked out in
 // a worktree of its own (the working tree for none), its addon built there,
 // and `bench/run.js --core` (this file's copy, the same harness for both) run
-// on each, alternating, `--runs` times (default 3). Prints the median of
+// on each, alternating which goes first, `--runs` times (default 3). Prints the median of
 // each scenario's durable-workers figure on both sides and their ratio, and
 // exits 1 when one is worse than `--tolerance` (default 5%).
 //
 //   node bench/compare.js 7c5d966 --runs 3
+//   node bench/compare.js 7c5d966 --runs 7 --only create   (one noisy scenario, more runs)
 
 const fs = require('node:fs');
 const os = require('node:os');
@@ -17,9 +18,12 @@ const { execFileSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 
 const ROOT = path.join(__dirname, '..');
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: '3' }, tolerance: { type: 'string', default: '0.05' }, quick: { type: 'boolean' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { runs: { type: 'string', default: '3' }, tolerance: { type: 'string', default: '0.05' }, quick: { type: 'boolean' }, only: { type: 'string' } },
+});
 if (positionals.length < 1 || positionals.length > 2) {
-  console.error('usage: node bench/compare.js <before-rev> [<after-rev>] [--runs 3] [--tolerance 0.05] [--quick]');
+  console.error('usage: node bench/compare.js <before-rev> [<after-rev>] [--runs 3] [--tolerance 0.05] [--quick] [--only create,serial]');
   process.exit(2);
 }
 const RUNS = Number(values.runs);
@@ -53,7 +57,10 @@ function prepare(rev) {
 /** One `run.js --core` on `tree`: scenario → the durable-workers figure. */
 function measure(tree) {
   const out = path.join(os.tmpdir(), `dw-compare-${process.pid}-${Date.now()}.json`);
-  run(process.execPath, [path.join(tree.dir, 'bench', 'run.js'), '--core', '--json', '--out', out, ...(values.quick ? ['--quick'] : [])], { cwd: tree.dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  run(process.execPath, [path.join(tree.dir, 'bench', 'run.js'), '--core', '--json', '--out', out, ...(values.quick ? ['--quick'] : []), ...(values.only ? ['--only', values.only] : [])], {
+    cwd: tree.dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const data = JSON.parse(fs.readFileSync(out, 'utf8'));
   fs.rmSync(out);
   const figures = {};
@@ -72,7 +79,10 @@ function main() {
   const samples = sides.map(() => ({}));
   try {
     for (let i = 0; i < RUNS; i++) {
-      for (const [s, tree] of sides.entries()) {
+      // ABBA: which side goes first alternates, so what one run leaves the disk to do (writeback, a journal) falls on both.
+      const order = i % 2 === 0 ? [0, 1] : [1, 0];
+      for (const s of order) {
+        const tree = sides[s];
         console.error(`run ${i + 1}/${RUNS}: ${tree.label}`);
         for (const [key, f] of Object.entries(measure(tree))) {
           samples[s][key] ??= { unit: f.unit, values: [] };

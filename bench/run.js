@@ -27,6 +27,7 @@ const USAGE = `usage: node bench/run.js [--quick] [--json] [--core] [--out <file
   --quick  short scenarios (a smoke run; figures are rough)
   --json   also write every figure to bench/results.json (or --out)
   --core   only the main table and the slow device's (what bench/compare.js compares)
+  --only   with --core: these scenarios only (comma-separated: serial,burst,read,rssWrite,rssRead,create)
   --out    where --json writes`;
 
 /** Scenario lengths. Full: about a minute in all on this machine; quick: about 15 s. */
@@ -275,13 +276,16 @@ function burstRatioRow(results) {
 
 async function main() {
   const { values: flags } = parseArgs({
-    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, core: { type: 'boolean' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, core: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (flags.help) {
     console.log(USAGE);
     return;
   }
   const plan = flags.quick ? PLANS.quick : PLANS.full;
+  // --only: the rows named (rssRead reads what rssWrite wrote, so it brings it).
+  const only = flags.only === undefined ? null : new Set(flags.only.split(','));
+  const picked = (rows) => (only === null ? rows : rows.filter((r) => only.has(r.key) || (r.key === 'rssWrite' && only.has('rssRead'))));
   const cpus = os.cpus();
   const meta = {
     date: new Date().toISOString(),
@@ -313,7 +317,7 @@ async function main() {
     });
 
     results = {};
-    for (const row of mainRows(plan)) results[row.key] = await runRow(row, root);
+    for (const row of picked(mainRows(plan))) results[row.key] = await runRow(row, root);
 
     let env;
     try {
@@ -331,7 +335,7 @@ async function main() {
         env,
       });
       slow.results = {};
-      for (const row of slowRows(plan)) slow.results[row.key] = await runRow(row, slowRoot, env);
+      for (const row of picked(slowRows(plan))) slow.results[row.key] = await runRow(row, slowRoot, env);
     }
   } finally {
     cleanup();
@@ -342,9 +346,9 @@ async function main() {
     console.log(
       [
         `code: ${meta.code}`,
-        tableFor(mainRows(plan), results, footnotes),
+        tableFor(picked(mainRows(plan)), results, footnotes),
         '',
-        slow.results ? tableFor(slowRows(plan), slow.results, footnotes) : `slow device not run: ${slow.error}`,
+        slow.results ? tableFor(picked(slowRows(plan)), slow.results, footnotes) : `slow device not run: ${slow.error}`,
         '',
         footnotes.render(),
         `total time ${elapsed.toFixed(0)} s`,
