@@ -17,7 +17,7 @@ const { guardedFetch } = require('./guarded-fetch');
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const MAX_IN_FLIGHT = 8;
 const MAX_WAITING = 64;
-/** Request bodies held by waiting requests, at most. */
+/** What waiting requests hold (bodies, URLs, headers), at most. */
 const MAX_WAITING_BYTES = 32 * 1024 * 1024;
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
