@@ -1,9 +1,11 @@
 //! The objects that cross napi, and their conversions to the storage core's.
 //!
 //! Rows cross as parallel arrays (keys, tags, values; ids, tags, bytes),
-//! not as an object per row: napi makes each JS object and sets each of its
-//! properties with a call of its own, so a page of N rows as objects costs
-//! 4N calls where arrays cost three, on the JS thread.
+//! not as an object per row: napi makes each JS object and sets or gets each
+//! of its properties with a call of its own, on the JS thread. Measured here
+//! (2026-12-01, a scratch pair of napi functions, 16-byte values): 1,000 rows
+//! returned as objects took 1,143 µs against 874 µs as arrays, and passed in,
+//! 399 µs against 274 µs (1.3-1.5× at 10, 100 and 1,000 rows alike).
 
 use super::*;
 
