@@ -126,6 +126,7 @@ function liveNotes(d) {
 function createNotes(d) {
   const parts = [];
   if (d.notes?.created !== undefined) parts.push(`${formatNumber(d.notes.created)} created`);
+  if (d.notes?.rounds !== undefined) parts.push(`rounds ${d.notes.rounds}/s (the median is the figure)`);
   if (d.notes?.catalogCommitsPerCall !== undefined) {
     parts.push(`catalog commits/worker ${formatNumber(d.notes.catalogCommitsPerCall)}`);
   }
