@@ -52,6 +52,10 @@ export const procs = (api, ctx) => {
     killSupervisor: attempt(() => (process.kill(supervisor, 'SIGKILL'), 'killed')),
     killInit: attempt(() => (process.kill(1, 'SIGKILL'), 'killed')),
     uid: process.getuid(),
+    writeRoot: attempt(() => (fs.writeFileSync('/x', ''), 'wrote')),
+    writeDev: attempt(() => (fs.writeFileSync('/dev/x', ''), 'wrote')),
+    tmpfsBytes: ['/tmp', '/dev/shm', '/peek/worker'].map((d) => attempt(() => { const st = fs.statfsSync(d); return st.blocks * st.bsize; })),
+    maxProcesses: fs.readFileSync('/proc/self/limits', 'utf8').split(String.fromCharCode(10)).find((l) => l.startsWith('Max processes')).split(/ +/)[2],
     privileges: fs.readFileSync('/proc/self/status', 'utf8').split(String.fromCharCode(10)).filter((l) => /^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):/.test(l)).map((l) => l.replace(/[ \t]+/g, ' ')),
   };
 };
@@ -191,6 +195,9 @@ sandboxed('a sandboxed run sees only its own processes: not another process, not
   t.is(o.killSupervisor, 'ESRCH');
   t.is(o.killInit, 'EPERM');
   t.deepEqual(o.privileges, ['CapPrm: 0000000000000000', 'CapEff: 0000000000000000', 'CapBnd: 0000000000000000', 'CapAmb: 0000000000000000', 'NoNewPrivs: 1'], 'no capability, none to gain');
+  t.deepEqual([o.writeRoot, o.writeDev], ['EROFS', 'EROFS'], '/ and /dev are read-only');
+  t.deepEqual(o.tmpfsBytes, [64 * 1024 * 1024, 64 * 1024 * 1024, 64 * 1024 * 1024], '/tmp, /dev/shm and /peek/worker are 64 MiB each');
+  if (status.mode === 'root') t.is(o.maxProcesses, '512', 'a run of its own uid has at most 512 tasks');
   t.is(v.exitCode, null, 'the other process still runs');
   t.is(v.signalCode, null);
 

@@ -48,10 +48,17 @@ function relayFetch(io) {
       body,
       redirect: request.redirect,
     });
-    const onAbort = () => io.cancel(id);
+    // One listener: an abort cancels the request at the supervisor and rejects here.
+    let onAbort;
+    const aborted = new Promise((_, reject) => {
+      onAbort = () => {
+        io.cancel(id);
+        reject(signal.reason);
+      };
+    });
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await Promise.race([answer, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      const r = await Promise.race([answer, aborted]);
       const response = new PlatformResponse(NULL_BODY.has(r.status) ? null : r.body, { status: r.status, statusText: r.statusText, headers: r.headers });
       Object.defineProperty(response, 'url', { value: r.url });
       Object.defineProperty(response, 'redirected', { value: r.redirected });
