@@ -2,7 +2,7 @@
 // durable-workers through its public API only (API.md §1): the package root,
 // `open`, `DurableWorker`, `host.get`, `host.stats`, `host.close`.
 
-const { defineScenarios } = require('./scenarios');
+const { defineScenarios, DOCS, docOf, docId } = require('./scenarios');
 
 /**
  * Loads the package and defines the benchmark's worker class. Deferred until
@@ -26,7 +26,32 @@ function load() {
       return this.state.get('n') ?? 0;
     }
   }
-  return { open, Counter };
+  class Docs extends DurableWorker {
+    static collections = { docs: { kind: 'text' } };
+
+    async fillDocs(count) {
+      const docs = this.state.collection('docs');
+      await this.state.transaction(() => {
+        for (let i = 0; i < count; i++) docs.put(docId(i), docOf(i));
+      });
+      return count;
+    }
+
+    async getDocs(from, count) {
+      const docs = this.state.collection('docs');
+      let found = 0;
+      for (let i = from; i < from + count; i++) if ((await docs.get(docId(i)))?.n >= 0) found++;
+      return found;
+    }
+
+    async findDocs(from, count) {
+      const docs = this.state.collection('docs');
+      let found = 0;
+      for (let i = from; i < from + count; i++) found += (await docs.find({ where: { kind: `k${i % DOCS.kinds}` }, limit: DOCS.findLimit })).length;
+      return found;
+    }
+  }
+  return { open, Counter, Docs };
 }
 
 /**
@@ -35,12 +60,19 @@ function load() {
  * @returns {Promise<import('./scenarios').System>}
  */
 async function openDurable({ dir, maxLive }) {
-  const { open, Counter } = load();
+  const { open, Counter, Docs } = load();
   const host = await open(maxLive === undefined ? { dir } : { dir, maxLive });
   return {
     worker: (id) => {
       const stub = host.get(Counter, id);
-      return { incr: () => stub.incr(), read: () => stub.read() };
+      const docs = host.get(Docs, id);
+      return {
+        incr: () => stub.incr(),
+        read: () => stub.read(),
+        fillDocs: (count) => docs.fillDocs(count),
+        getDocs: (from, count) => docs.getDocs(from, count),
+        findDocs: (from, count) => docs.findDocs(from, count),
+      };
     },
     counters: () => numericFields(host.stats()),
     close: () => host.close(),

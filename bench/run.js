@@ -19,7 +19,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { runInChild } = require('./child');
-const { DEFAULTS } = require('./scenarios');
+const { DEFAULTS, DOCS } = require('./scenarios');
 const { slowSyncEnv } = require('./slowsync');
 const { renderTable, formatNumber, formatRatio, formatMicros } = require('./table');
 
@@ -27,7 +27,7 @@ const USAGE = `usage: node bench/run.js [--quick] [--json] [--core] [--out <file
   --quick  short scenarios (a smoke run; figures are rough)
   --json   also write every figure to bench/results.json (or --out)
   --core   only the main table and the slow device's (what bench/compare.js compares)
-  --only   with --core: these scenarios only (comma-separated: serial,burst,read,rssWrite,rssRead,create)
+  --only   with --core: these scenarios only (comma-separated: serial,burst,read,docGet,docFind,rssWrite,rssRead,create)
   --out    where --json writes`;
 
 /** Scenario lengths. Full: about a minute in all on this machine; quick: about 15 s. */
@@ -57,7 +57,9 @@ function mainRows(plan) {
   return [
     { key: 'serial', label: 'serial write calls, one worker', opts: timedOpts, timeoutMs: timedTimeout, notes: latencyNotes },
     { key: 'burst', label: `${DEFAULTS.width} concurrent write calls, one worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: commitNotes },
-    { key: 'read', label: `read-only calls, ${DEFAULTS.width} concurrent`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
+    { key: 'read', label: `read-only calls on resident state, ${DEFAULTS.width} concurrent`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
+    { key: 'docGet', label: `collection get by id, ${formatNumber(DOCS.count)} documents, one hot worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
+    { key: 'docFind', label: `collection find of ${DOCS.findLimit}, indexed, one hot worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
     { key: 'rssWrite', label: `RSS per live worker, ${n} new ones written once (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
     // Reads the workers the previous row wrote, in a new process.
     { key: 'rssRead', label: `RSS per open worker, ${n} opened from their files (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
@@ -236,7 +238,9 @@ function summary(results, slowResults, shopRows, slowShopRows) {
   };
   pair('serial write calls, one worker (/s)', results.serial);
   pair('64 concurrent write calls, one worker (/s)', results.burst);
-  pair('read-only calls, 64 concurrent (/s)', results.read);
+  pair('read-only calls on resident state, 64 concurrent (/s)', results.read);
+  pair(`collection get by id, one hot worker (/s)`, results.docGet);
+  pair(`collection find of ${DOCS.findLimit}, indexed, one hot worker (/s)`, results.docFind);
   if (slowResults) pair('64 concurrent writes, emulated 5 ms device (/s)', slowResults.burst);
   for (const [shopRowsOf, where] of [
     [shopRows, ''],

@@ -9,13 +9,30 @@ const { percentile, timed, settledRss, inBatches } = require('./measure');
 /**
  * @typedef {object} Worker
  * @property {() => Promise<number>} incr reads the counter, stores it + 1, returns it once durable
- * @property {() => Promise<number>} read returns the counter (0 if never written)
+ * @property {() => Promise<number> | number} read returns the counter (0 if never written)
+ * @property {(count: number) => Promise<number>} fillDocs writes documents [0, count) in one transaction
+ * @property {(from: number, count: number) => Promise<number> | number} getDocs reads documents [from, from + count) by id, one at a time; how many were found
+ * @property {(from: number, count: number) => Promise<number> | number} findDocs runs `count` indexed finds of kind (from + i) % KINDS, limit FIND_LIMIT; the documents found in all
  */
+
+/** Documents in the worker the document-read rows query, their kinds, and a find's limit. */
+const DOCS = { count: 10_000, kinds: 100, findLimit: 10 };
+
+/**
+ * Document i of the document-read rows: a declared kind, a number and a
+ * 100-byte body, the same for every system.
+ */
+function docOf(i) {
+  return { kind: `k${i % DOCS.kinds}`, n: i, body: `${i.toString(36)} ${'The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. '.repeat(2)}`.slice(0, 100) };
+}
+const docId = (i) => `d${String(i % DOCS.count).padStart(6, '0')}`;
 
 /**
  * @typedef {object} System
  * @property {(id: string) => Worker} worker a handle on one worker; does no I/O by itself
  * @property {() => Record<string, number>} counters cumulative cost counters (commits, syncs, ...)
+ * @property {boolean} [sync] reads answer synchronously (a plain prepared statement): the read rows
+ *   then call them without Promise.all, as their user would
  * @property {() => Promise<void>} close
  */
 
@@ -134,7 +151,9 @@ function defineScenarios(openSystem) {
           seconds,
           rounds,
           step: async () => {
-            const values = await Promise.all(Array.from({ length: width }, () => worker.read()));
+            const calls = new Array(width);
+            for (let i = 0; i < width; i++) calls[i] = worker.read();
+            const values = system.sync ? calls : await Promise.all(calls);
             for (const v of values) if (v !== 1) wrong++;
             return width;
           },
@@ -143,6 +162,19 @@ function defineScenarios(openSystem) {
         if (wrong) warn(result, `${wrong} reads did not return the stored value 1`);
         return result;
       });
+    },
+
+    /**
+     * (c'') Collection reads by id on one hot worker holding DOCS.count
+     * documents: `width` gets, one after another, in each call.
+     */
+    async docGet({ dir, seconds, rounds, width = DEFAULTS.width }) {
+      return docReads({ dir, seconds, rounds }, (worker, step) => worker.getDocs(step * width, width), width, width);
+    },
+
+    /** (c''') Indexed finds of DOCS.findLimit documents, `width` in each call. */
+    async docFind({ dir, seconds, rounds, width = DEFAULTS.width }) {
+      return docReads({ dir, seconds, rounds }, (worker, step) => worker.findDocs(step * width, width), width, width * DOCS.findLimit);
     },
 
     /**
@@ -206,6 +238,28 @@ function defineScenarios(openSystem) {
     },
   };
 
+  /** Shared body of docGet/docFind: `read(worker, step)` must find `expected` documents. */
+  async function docReads({ dir, seconds, rounds }, read, perStep, expected) {
+    return withSystem({ dir }, async (system) => {
+      const worker = system.worker('docs');
+      await worker.fillDocs(DOCS.count);
+      let wrong = 0;
+      let steps = 0;
+      const r = await timed({
+        seconds,
+        rounds,
+        step: async () => {
+          const found = await read(worker, steps++);
+          if (found !== expected) wrong++;
+          return perStep;
+        },
+      });
+      const result = rateResult(r, 'reads/s', { width: perStep, docs: DOCS.count });
+      if (wrong) warn(result, `${wrong} calls did not find the ${expected} documents expected`);
+      return result;
+    });
+  }
+
   /** Shared body of rssWrite/rssRead. */
   async function residentPerWorker({ dir, count, warmWorkers, touch, expected }) {
     const maxLive = 2 * (count + warmWorkers);
@@ -264,4 +318,4 @@ function warn(result, message) {
   (result.warnings ??= []).push(message);
 }
 
-module.exports = { defineScenarios, DEFAULTS };
+module.exports = { defineScenarios, DEFAULTS, DOCS, docOf, docId };
