@@ -361,6 +361,11 @@ export interface HostStats {
   bytesWritten: number;
   /** Collection reads (get, find, count, delete's lookup, scans). */
   queries: number;
+  /**
+   * Those of them that could not run on the JS thread (a commit held the
+   * worker's file, or it was not open yet) and ran on libuv's pool.
+   */
+  queriesDeferred: number;
   /** Documents those reads returned. */
   docsRead: number;
 }

@@ -16,7 +16,7 @@ use crate::collections::{Schema, Tables};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
-use crate::store::{self, Batch, Page, WorkerFile};
+use crate::store::{Batch, Page, WorkerFile};
 
 /// What the disk has been asked to do, for `stats()`.
 #[derive(Default, Debug)]
@@ -31,6 +31,9 @@ pub struct Counters {
     pub bytes_written: AtomicU64,
     /// Collection reads (get, find, count, scan).
     pub queries: AtomicU64,
+    /// Those that could not run on the JS thread (a commit held the file, or
+    /// it was not open yet) and went to the libuv pool.
+    pub queries_deferred: AtomicU64,
     /// Documents those reads returned.
     pub docs_read: AtomicU64,
 }
@@ -49,7 +52,7 @@ pub struct Engine {
 impl Engine {
     /// Creates `dir` if needed and takes ownership of it.
     pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
-        store::create_dirs_synced(dir)?;
+        crate::files::create_dirs_synced(dir)?;
         let lost =
             !dir.join(crate::layout::REGISTRY_FILE).exists() && crate::repair::has_workers(dir);
         let catalog = Catalog::open(dir, durability).map_err(|e| match e {
@@ -242,7 +245,8 @@ impl Worker {
     }
 
     /// Runs a collection read on this worker's connection, one statement at a
-    /// time with its commits (the file's lock is held throughout). A worker
+    /// time with its commits (the file's lock is held throughout): the read
+    /// [`Worker::try_read`] could not run. A worker
     /// without a file reads from an empty in-memory database, so that its
     /// uncommitted writes (the overlay) are still read through SQL.
     pub fn read<T>(
@@ -251,7 +255,9 @@ impl Worker {
     ) -> Result<T> {
         self.engine.check_open()?;
         let mut file = self.file.lock();
-        self.engine.counters.queries.fetch_add(1, Ordering::Relaxed);
+        let c = &self.engine.counters;
+        c.queries.fetch_add(1, Ordering::Relaxed);
+        c.queries_deferred.fetch_add(1, Ordering::Relaxed);
         if matches!(&*file, FileState::Made)
             || (matches!(&*file, FileState::Unopened) && self.path.exists())
         {
@@ -267,6 +273,25 @@ impl Worker {
             }
             FileState::Closed => Err(Error::Closed),
         }
+    }
+
+    /// Runs a collection read now, on the calling thread, when the file is
+    /// open and no commit holds it; `Ok(None)` otherwise, and the caller reads
+    /// through [`Worker::read`] on another thread. Waiting here instead would
+    /// stall the JS thread for a commit's sync.
+    pub fn try_read<T>(
+        &self,
+        body: impl FnOnce(&Connection, &Tables) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>> {
+        self.engine.check_open()?;
+        let Some(file) = self.file.try_lock() else {
+            return Ok(None);
+        };
+        let FileState::Open(f) = &*file else {
+            return Ok(None);
+        };
+        self.engine.counters.queries.fetch_add(1, Ordering::Relaxed);
+        f.read(body).map(Some)
     }
 
     /// Fills declared fields of stored documents; see [`WorkerFile::backfill`].
@@ -304,7 +329,7 @@ impl Worker {
     /// Closes and removes the file; true if there was one.
     pub fn remove_file(&self) -> Result<bool> {
         self.close()?;
-        store::remove_files(&self.path)
+        crate::files::remove_files(&self.path)
     }
 
     pub fn register_op(&self) -> Op {
@@ -386,6 +411,33 @@ mod tests {
         assert_eq!(keys, ["x", "y"]);
         again.close()?;
         e.close();
+        Ok(())
+    }
+
+    #[test]
+    fn try_read_runs_only_on_an_open_file_no_one_holds() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "r".into());
+        let one = |c: &Connection, _: &Tables| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0));
+        assert_eq!(w.try_read(one)?, None, "unopened");
+        w.write(&set("x", b"1"))?;
+        assert_eq!(w.try_read(one)?, None, "made, and left closed");
+        assert_eq!(w.read(one)?, 1, "a waiting read opens it");
+        assert_eq!(w.try_read(one)?, Some(1));
+        let held = w.file.lock();
+        assert_eq!(w.try_read(one)?, None, "held by a commit");
+        drop(held);
+        let c = &e.counters;
+        assert_eq!(c.queries.load(Ordering::Relaxed), 2);
+        assert_eq!(c.queries_deferred.load(Ordering::Relaxed), 1);
+        w.close()?;
+        assert!(
+            matches!(w.try_read(one), Ok(None)),
+            "closed: the waiting read reports it"
+        );
+        e.close();
+        assert!(matches!(w.try_read(one), Err(Error::Closed)));
         Ok(())
     }
 

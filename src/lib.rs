@@ -20,7 +20,7 @@
 //! Layout: [`layout`] paths, [`store`] a worker file, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`sqlite`] connection settings,
-//! [`repair`] rebuilding a catalog from worker files, [`error`] the one error
+//! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
 pub mod catalog;
@@ -29,6 +29,7 @@ pub mod committer;
 pub mod engine;
 pub mod error;
 pub mod evict;
+pub mod files;
 pub mod layout;
 pub mod napi;
 pub mod repair;

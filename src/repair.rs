@@ -168,7 +168,7 @@ mod tests {
         }
         // b's file copied to where c's would be: it is b's, not c's.
         let c = layout::worker_path(dir, "C", "c");
-        crate::store::create_dirs_synced(c.parent().ok_or(Error::Closed)?)?;
+        crate::files::create_dirs_synced(c.parent().ok_or(Error::Closed)?)?;
         fs::copy(layout::worker_path(dir, "C", "b"), &c).map_err(|e| Error::io("copy", e))?;
         let report = repair(dir, Durability::Full)?;
         assert_eq!(

@@ -43,6 +43,33 @@ class Shop extends DurableWorker {
   }
 }
 
+test('reads of an open worker idle between commits run on the JS thread, and still see its uncommitted writes', async (t) => {
+  const h = await host(t, tmpDir(t));
+  const shop = h.get(Shop, 'hot');
+  await shop.run(`for (let i = 0; i < 20; i++) orders.put('o' + i, { status: i % 2 ? 'open' : 'shipped', n: i })`);
+  await shop.run(`return orders.count()`); // the first read opens the file the first write made
+  const before = h.stats();
+  const out = await shop.run(`
+    const got = await orders.get('o3');
+    const open = await orders.find({ where: { status: 'open' }, orderBy: 'n', limit: 3 });
+    const all = await orders.count();
+    orders.put('o99', { status: 'open', n: -1 });
+    const mine = await orders.find({ where: { status: 'open' }, orderBy: 'n', limit: 2 });
+    const gone = await orders.delete('o1');
+    return { got: got.n, open: open.map((d) => d.n), all, mine: mine.map((d) => d.n), gone, after: await orders.count({ status: 'open' }) };
+  `);
+  t.deepEqual(out, { got: 3, open: [1, 3, 5], all: 20, mine: [-1, 1], gone: true, after: 10 });
+  const after = h.stats();
+  t.is(after.queries - before.queries, 6);
+  t.is(after.queriesDeferred, before.queriesDeferred, 'no read crossed to the pool');
+  // What may return thousands of documents runs on the pool, holding no other worker's calls.
+  t.is(await shop.run(`return (await orders.find()).length + (await orders.find({ limit: 5000 })).length + (await orders.find({ scan: true, limit: 1 })).length`), 20 + 20 + 1);
+  t.is(h.stats().queriesDeferred - after.queriesDeferred, 3);
+  // And so does a read over many uncommitted documents.
+  t.is(await shop.run(`for (let i = 0; i < 300; i++) orders.put('u' + i, { status: 'open', n: 100 + i }); return orders.count({ status: 'open' })`), 310);
+  t.is(h.stats().queriesDeferred - after.queriesDeferred, 4);
+});
+
 test('documents round-trip as structured clones and are found by declared fields, in order', async (t) => {
   const h = await host(t, tmpDir(t));
   const shop = h.get(Shop, 's');

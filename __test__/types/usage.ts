@@ -114,7 +114,7 @@ class Orders extends DurableWorker {
 
 async function placeOrder(host: Host): Promise<number> {
   const n = await host.get(Orders, 'shop').place('o1', 12);
-  return n + host.stats().queries + host.stats().docsRead;
+  return n + host.stats().queries + host.stats().queriesDeferred + host.stats().docsRead;
 }
 
 class Untyped extends DurableWorker {

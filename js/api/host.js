@@ -226,6 +226,7 @@ class Host extends EventEmitter {
       created: n.created,
       bytesWritten: n.bytesWritten,
       queries: n.queries,
+      queriesDeferred: n.queriesDeferred,
       docsRead: n.docsRead,
     };
   }

@@ -4,16 +4,18 @@
 // Writes are like `state.set`: `put` is synchronous, changes nothing on disk
 // by itself, and commits with the call's flush (the call's result waits for
 // it). Reads are promises: they go to the worker's file, one statement at a
-// time with its commits, and see the worker's own uncommitted writes. A query
-// is read whole, in one turn, never as a cursor held across the caller's
-// loop: a loop body that writes would otherwise wait on its own read.
+// time with its commits, and see the worker's own uncommitted writes. A read
+// runs on the JS thread when no commit holds the file (the usual case), and
+// on libuv's pool when one does. A query is read whole, in one turn, never as
+// a cursor held across the caller's loop: a loop body that writes would
+// otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
 const { checkDocumentId, MAX_DOCUMENT_BYTES, documentTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode } = require('../state/codec');
 const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
-/** Largest document, encoded: what one row may hold on Cloudflare too, with room to spare. */
+/** @typedef {{ ids: string[], tags: number[], docs: Buffer[], count: number }} Rows */
 
 /**
  * What a collection needs from its worker's state (see DurableState).
@@ -23,7 +25,7 @@ const { plan, nativeConds, matches, evaluate } = require('./query');
  * @property {(coll: number, id: string) => object | null | undefined} lookup
  * @property {(coll: number) => object | undefined} overlay
  * @property {(coll: number) => import('./uncommitted').DocLayer} snapshot
- * @property {(q: object) => Promise<{ ids: string[], tags: number[], docs: Buffer[], count: number }>} query
+ * @property {(q: object) => Rows | Promise<Rows>} query the rows now when the file is free, else a promise of them
  */
 
 class Collection {
@@ -173,10 +175,13 @@ class Collection {
     const coll = this.#decl.index;
     const known = this.#store.lookup(coll, id);
     if (known !== undefined) return known;
-    const r = await this.#store.query({ kind: 'get', collection: coll, id });
-    // A write made while the read was out wins over what was read.
-    const since = this.#store.lookup(coll, id);
-    if (since !== undefined) return since;
+    let r = this.#store.query({ kind: 'get', collection: coll, id });
+    if (r instanceof Promise) {
+      r = await r;
+      // A write made while the read was out wins over what was read.
+      const since = this.#store.lookup(coll, id);
+      if (since !== undefined) return since;
+    }
     return r.ids.length === 0 ? null : { tag: r.tags[0], bytes: r.docs[0] };
   }
 

@@ -1,20 +1,31 @@
 'use strict';
-// A collection read as the addon returns it (every document's bytes in one
-// buffer, document i ending at ends[i]) unpacked into one view per document,
-// the shape the JS layer reads: { ids, tags, docs, count }. Views, not copies.
+// A collection read as the addon returns it: one buffer, little-endian, of
+// u32 rows, f64 count, then per row u32 tag, u32 id length, u32 document
+// length, the id's UTF-8 and the document's bytes (src/napi/dto.rs, pack).
+// Unpacked into the shape the JS layer reads, { ids, tags, docs, count }:
+// each document a view of the buffer, not a copy.
+const { Buffer } = require('node:buffer');
 
 /**
- * @param {{ ids: string[], tags: number[], bytes: Buffer, ends: number[], count: number }} r
+ * @param {Uint8Array} packed
  * @returns {{ ids: string[], tags: number[], docs: Buffer[], count: number }}
  */
-function unpackRows(r) {
-  const docs = new Array(r.ends.length);
-  let start = 0;
-  for (let i = 0; i < r.ends.length; i++) {
-    docs[i] = r.bytes.subarray(start, r.ends[i]);
-    start = r.ends[i];
+function unpackRows(packed) {
+  const buf = Buffer.isBuffer(packed) ? packed : Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
+  const rows = buf.readUInt32LE(0);
+  const ids = new Array(rows);
+  const tags = new Array(rows);
+  const docs = new Array(rows);
+  let at = 12;
+  for (let i = 0; i < rows; i++) {
+    tags[i] = buf.readUInt32LE(at);
+    const idEnd = at + 12 + buf.readUInt32LE(at + 4);
+    const docEnd = idEnd + buf.readUInt32LE(at + 8);
+    ids[i] = buf.toString('utf8', at + 12, idEnd);
+    docs[i] = buf.subarray(idEnd, docEnd);
+    at = docEnd;
   }
-  return { ids: r.ids, tags: r.tags, docs, count: r.count };
+  return { ids, tags, docs, count: buf.readDoubleLE(4) };
 }
 
 module.exports = { unpackRows };

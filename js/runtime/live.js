@@ -71,6 +71,14 @@ class LiveWorker extends QueuedWorker {
     const write = (changes) => commits.submit((id) => native.write(id, changes));
     const storage = {
       write,
+      // A shard's storage is on another thread: it has no read to answer now.
+      queryNow:
+        native.queryNow === undefined
+          ? undefined
+          : (q) => {
+              const r = q.kind === 'get' && q.overlay === undefined ? native.getNow(q.collection, q.id) : native.queryNow(q);
+              return r === null ? null : unpackRows(r);
+            },
       query: (q) => native.query(q).then(unpackRows),
       // The catalog row first, then the file (see NativeWorker.register).
       create: (changes) => native.register().then(() => write(changes)),

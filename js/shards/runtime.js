@@ -55,8 +55,8 @@ function storageFor(key) {
     write: (cid, changes) => post({ op: OP.write, key, cid, changes }),
     close: (cid) => post({ op: OP.closeFile, key, cid }),
     destroy: () => rpc(key, 'destroy', []),
-    // Packed as the addon returns it (../rows.js unpacks); the bytes arrive as a Uint8Array.
-    query: (q) => rpc(key, 'query', [q]).then((r) => ({ ...r, bytes: buf(r.bytes) })),
+    // Packed as the addon returns it (../collections/result-rows.js unpacks it).
+    query: (q) => rpc(key, 'query', [q]),
     backfill: (...args) => rpc(key, 'backfill', args),
   };
 }

@@ -11,7 +11,6 @@
 // The resident copy holds encoded bytes, decoded on every `get`: a caller who
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
-const { fromNative } = require('../api/errors');
 const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode } = require('./codec');
 const { entryOf, sizeOf } = require('./entry');
@@ -20,6 +19,7 @@ const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
 const { OutputGate, OWNER: GATE } = require('./gate');
 const { UncommittedDocs } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
+const { readRows } = require('../collections/read');
 const { NONE, noSuchCollection } = require('../collections/declarations');
 
 class DurableState {
@@ -50,7 +50,8 @@ class DurableState {
 
   /**
    * @param {() => string} who names the worker in messages
-   * @param {{ write: Function, create: Function, query?: Function }} native the worker's storage handle
+   * @param {{ write: Function, create: Function, query?: Function, queryNow?: Function }} native the worker's storage handle
+   *   (`queryNow` answers a read on this thread, or null when it cannot: see ../collections/read.js)
    * @param {() => void} onDirty called when a write happens outside any call
    * @param {{ earlier(at: number): Promise<void>, exact(at: number | null): Promise<void>, wake(at: number): void }} [index]
    *   this worker's entry in the catalog's alarm index
@@ -342,7 +343,7 @@ class DurableState {
         const m = this.#docs.merged();
         return m.empty ? undefined : m.toNative(coll);
       },
-      query: (q) => this.#native.query(q).catch((err) => Promise.reject(fromNative(err, this.#who()))),
+      query: (q) => readRows(this.#native, q, this.#who),
     };
   }
 

@@ -320,6 +320,7 @@ impl NativeHost {
             created: n(&c.created),
             bytes_written: n(&c.bytes_written),
             queries: n(&c.queries),
+            queries_deferred: n(&c.queries_deferred),
             docs_read: n(&c.docs_read),
         }
     }

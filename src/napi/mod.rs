@@ -5,8 +5,8 @@
 //!
 //! [`dto`] the objects that cross (and their conversions), [`host`] an open
 //! directory (`NativeHost`) and the commit threads' way back, [`worker`] one
-//! worker's storage (`NativeWorker`), [`query`] a collection read on the libuv
-//! pool, [`repair`] rebuilding a catalog.
+//! worker's storage (`NativeWorker`), [`query`] a collection read (on the JS
+//! thread, or the libuv pool when a commit holds the file), [`repair`] rebuilding a catalog.
 
 pub mod dto;
 pub mod host;
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use std::future::Future;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Buffer, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown,
+    AsyncTask, Buffer, BufferSlice, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown,
 };
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Task;

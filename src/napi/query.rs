@@ -1,61 +1,124 @@
-//! A collection read, as a napi Task on the libuv pool.
+//! A collection read: on the JS thread when the worker's file is free
+//! (`queryNow`), else as a napi Task on the libuv pool (`query`).
 
 use super::dto::*;
 use super::*;
+
+/// One collection read, parsed from JS and ready to run on either thread.
+pub struct Query {
+    ci: usize,
+    read: Read,
+    overlay: DocChanges,
+}
+
+impl Query {
+    /// A document by id, with nothing uncommitted to apply (the JS layer
+    /// answers from its own layers when the id is in them).
+    pub(super) fn get(
+        env: &Env,
+        schema: &Schema,
+        collection: u32,
+        id: String,
+    ) -> napi::Result<Self> {
+        let ci = collection as usize;
+        if schema.collections.get(ci).is_none() {
+            return Err(invalid(env, "the read names an undeclared collection"));
+        }
+        Ok(Query {
+            ci,
+            read: Read::Get(id),
+            overlay: DocChanges::default(),
+        })
+    }
+
+    /// Parses `q` against the worker's declared collections.
+    pub(super) fn parse(env: &Env, schema: &Schema, mut q: QueryJs) -> napi::Result<Self> {
+        let ci = q.collection as usize;
+        let c = schema
+            .collections
+            .get(ci)
+            .ok_or_else(|| invalid(env, "the query names an undeclared collection"))?;
+        let read = to_read(env, c, &mut q)?;
+        let overlay = match q.overlay.take() {
+            Some(o) => to_doc_changes(env, schema, o)?,
+            None => DocChanges::default(),
+        };
+        Ok(Query { ci, read, overlay })
+    }
+
+    /// The read's body, over the worker's connection and collection tables.
+    fn body(
+        &self,
+        schema: &Schema,
+        conn: &rusqlite::Connection,
+        tables: &collections::Tables,
+    ) -> rusqlite::Result<(Vec<collections::DocRow>, i64)> {
+        let c = schema.get(self.ci)?;
+        collections::with_overlay(conn, schema, tables, &self.overlay, |t| match &self.read {
+            Read::Find(q) => Ok((collections::find(conn, c, t, q)?, 0)),
+            Read::Count(conds) => Ok((Vec::new(), collections::count(conn, c, t, conds)?)),
+            Read::Get(id) => Ok((collections::get(conn, c, t, id)?.into_iter().collect(), 0)),
+            Read::Scan(after, limit) => {
+                Ok((collections::scan(conn, c, t, after.as_deref(), *limit)?, 0))
+            }
+        })
+    }
+
+    /// Runs the read on this thread now if the file is open and free
+    /// (`Ok(None)` if not), else waiting for it: `wait`.
+    pub(super) fn run(&self, w: &Worker, wait: bool) -> Result<Option<Vec<u8>>> {
+        let schema = w.schema();
+        let body = |conn: &rusqlite::Connection, tables: &collections::Tables| {
+            self.body(schema, conn, tables)
+        };
+        let out = if wait {
+            Some(w.read(body)?)
+        } else {
+            w.try_read(body)?
+        };
+        let Some((rows, count)) = out else {
+            return Ok(None);
+        };
+        w.engine()
+            .counters
+            .docs_read
+            .fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        pack(rows, count).map(Some)
+    }
+}
 
 /// A collection read on the libuv pool: one hop from the JS thread and one
 /// back. Through tokio (a task, then the blocking pool, then the task again)
 /// it took two more, each a wake-up of a sleeping thread.
 pub struct QueryTask {
     pub(super) worker: Arc<Worker>,
-    pub(super) ci: usize,
-    pub(super) read: Read,
-    pub(super) overlay: DocChanges,
+    pub(super) query: Query,
     /// The error `compute` met, turned into a coded JS error in `reject`
     /// (which has the `Env` that needs).
     pub(super) failed: Option<Error>,
 }
 
-impl QueryTask {
-    fn run(&self) -> Result<Packed> {
-        let w = &self.worker;
-        let schema = w.schema();
-        let out = w.read(|conn, tables| {
-            let c = schema.get(self.ci)?;
-            collections::with_overlay(conn, schema, tables, &self.overlay, |t| match &self.read {
-                Read::Find(q) => Ok((collections::find(conn, c, t, q)?, 0)),
-                Read::Count(conds) => Ok((Vec::new(), collections::count(conn, c, t, conds)?)),
-                Read::Get(id) => Ok((collections::get(conn, c, t, id)?.into_iter().collect(), 0)),
-                Read::Scan(after, limit) => {
-                    Ok((collections::scan(conn, c, t, after.as_deref(), *limit)?, 0))
-                }
-            })
-        })?;
-        w.engine()
-            .counters
-            .docs_read
-            .fetch_add(out.0.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        pack(out.0, out.1)
-    }
-}
-
 impl Task for QueryTask {
-    type Output = Packed;
-    type JsValue = QueryResult;
+    type Output = Vec<u8>;
+    type JsValue = Buffer;
 
-    fn compute(&mut self) -> napi::Result<Packed> {
-        self.run().map_err(|e| {
+    fn compute(&mut self) -> napi::Result<Vec<u8>> {
+        let out = self
+            .query
+            .run(&self.worker, true)
+            .and_then(|p| p.ok_or_else(|| Error::internal("a waiting read did not run")));
+        out.map_err(|e| {
             let plain = napi::Error::from_reason(e.to_string());
             self.failed = Some(e);
             plain
         })
     }
 
-    fn resolve(&mut self, _env: Env, output: Packed) -> napi::Result<QueryResult> {
-        Ok(to_query_result(output))
+    fn resolve(&mut self, _env: Env, output: Vec<u8>) -> napi::Result<Buffer> {
+        Ok(output.into())
     }
 
-    fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<QueryResult> {
+    fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<Buffer> {
         Err(match self.failed.take() {
             Some(e) => to_js(&env, &e),
             None => err,

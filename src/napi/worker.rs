@@ -2,7 +2,7 @@
 
 use super::dto::*;
 use super::host::Io;
-use super::query::QueryTask;
+use super::query::{Query, QueryTask};
 use super::*;
 
 /// One worker's storage handle.
@@ -13,6 +13,16 @@ pub struct NativeWorker {
 }
 
 impl NativeWorker {
+    /// Runs `query` now on this thread (see `query_now`); its rows copied
+    /// into one buffer.
+    fn now<'env>(&self, env: &'env Env, query: &Query) -> napi::Result<Option<BufferSlice<'env>>> {
+        match query.run(&self.inner, false) {
+            Ok(Some(rows)) => BufferSlice::copy_from(env, rows).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(to_js(env, &e)),
+        }
+    }
+
     /// Runs `op` on a commit thread and reports its outcome through the
     /// host's `on_done` as `(id, code, message)`.
     fn submit(
@@ -112,27 +122,41 @@ impl NativeWorker {
     }
 
     /// Reads a collection, with the worker's uncommitted writes (`overlay`)
-    /// applied for the read only. Runs on the libuv pool, in turn with the
-    /// worker's commits (its connection's lock).
-    #[napi(ts_return_type = "Promise<QueryResult>")]
-    pub fn query(&self, env: &Env, mut q: QueryJs) -> napi::Result<AsyncTask<QueryTask>> {
-        let w = self.inner.clone();
-        let schema = w.schema();
-        let ci = q.collection as usize;
-        let c = schema
-            .collections
-            .get(ci)
-            .ok_or_else(|| invalid(env, "the query names an undeclared collection"))?;
-        let read = to_read(env, c, &mut q)?;
-        let overlay = match q.overlay.take() {
-            Some(o) => to_doc_changes(env, schema, o)?,
-            None => DocChanges::default(),
-        };
+    /// applied for the read only, on the JS thread: the rows packed (see
+    /// `dto::pack`), or `null` when a commit holds the worker's file (or it
+    /// is not open yet) and the caller reads through `query`. A point read
+    /// takes SQLite a microsecond or two; the hop to the pool and back cost
+    /// ~50 µs.
+    #[napi(ts_return_type = "Buffer | null")]
+    pub fn query_now<'env>(
+        &self,
+        env: &'env Env,
+        q: QueryJs,
+    ) -> napi::Result<Option<BufferSlice<'env>>> {
+        let query = Query::parse(env, self.inner.schema(), q)?;
+        self.now(env, &query)
+    }
+
+    /// `queryNow` of one document by id, its arguments passed as they are:
+    /// the read a collection makes most, without an object to unpack.
+    #[napi(ts_return_type = "Buffer | null")]
+    pub fn get_now<'env>(
+        &self,
+        env: &'env Env,
+        collection: u32,
+        id: String,
+    ) -> napi::Result<Option<BufferSlice<'env>>> {
+        let query = Query::get(env, self.inner.schema(), collection, id)?;
+        self.now(env, &query)
+    }
+
+    /// The same read on the libuv pool, in turn with the worker's commits
+    /// (its connection's lock).
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn query(&self, env: &Env, q: QueryJs) -> napi::Result<AsyncTask<QueryTask>> {
         Ok(AsyncTask::new(QueryTask {
-            worker: w,
-            ci,
-            read,
-            overlay,
+            query: Query::parse(env, self.inner.schema(), q)?,
+            worker: self.inner.clone(),
             failed: None,
         }))
     }

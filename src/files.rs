@@ -1,0 +1,84 @@
+//! Durable steps on the file system: directories made private and synced
+//! into their parents, a directory's entries synced, a worker's file removed
+//! with its sidecars.
+
+use std::fs;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::layout;
+
+/// Removes a worker's file and its sidecars; true if the file existed.
+pub fn remove_files(path: &Path) -> Result<bool> {
+    let existed = match fs::remove_file(path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(format!("remove {}", path.display()), e)),
+    };
+    for side in layout::sidecars(path) {
+        match fs::remove_file(&side) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("remove {}", side.display()), e)),
+        }
+    }
+    Ok(existed)
+}
+
+/// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each
+/// directory that gained an entry, so a new worker's path is as durable as its
+/// first commit.
+pub fn create_dirs_synced(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.is_dir() {
+            break;
+        }
+        missing.push(d);
+        cur = d.parent();
+    }
+    create_private_dirs(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent() {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+/// `create_dir_all`, each directory it makes created with mode
+/// [`layout::DIR_MODE`] (the umask can only take more away); the ones that
+/// exist are left as they are.
+#[cfg(unix)]
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(layout::DIR_MODE)
+        .create(dir)
+}
+
+/// Windows has no modes: a new directory inherits its parent's ACL.
+#[cfg(not(unix))]
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// Makes a directory's entries (a file created or renamed in it) durable.
+#[cfg(unix)]
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = fs::File::open(dir).map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
+    f.sync_all()
+        .map_err(|e| Error::io(format!("sync {}", dir.display()), e))
+}
+
+/// Windows opens no directory as a file to flush; NTFS journals its metadata,
+/// so a created or renamed entry is durable with the file's own flush.
+#[cfg(not(unix))]
+pub fn sync_dir(_dir: &Path) -> Result<()> {
+    Ok(())
+}
