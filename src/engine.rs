@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
 use crate::store::{Batch, Page, WorkerFile};
+use crate::wal::Unsynced;
 
 /// What the disk has been asked to do, for `stats()`.
 #[derive(Default, Debug)]
@@ -128,7 +129,7 @@ enum FileState {
     Absent,
     /// Created by this handle's first write and left closed.
     Made,
-    Open(WorkerFile),
+    Open(Box<WorkerFile>),
     Closed,
 }
 
@@ -183,7 +184,7 @@ impl Worker {
         let durability = self.engine.durability;
         match WorkerFile::open(&self.path, &self.class, &self.id, durability, &self.schema)? {
             Some((f, page)) => {
-                *file = FileState::Open(f);
+                *file = FileState::Open(Box::new(f));
                 Ok(page)
             }
             None => {
@@ -199,21 +200,22 @@ impl Worker {
         matches!(&*self.file.lock(), FileState::Unopened | FileState::Absent)
     }
 
-    /// Commits one batch; creates the file if the worker has none.
+    /// Commits one batch and syncs it; creates the file if the worker has
+    /// none. Runs on a commit thread.
     pub fn write(&self, batch: &Batch) -> Result<()> {
         self.engine.check_open()?;
         let mut file = self.file.lock();
-        let c = &self.engine.counters;
         if batch.is_empty() && !matches!(&*file, FileState::Unopened | FileState::Absent) {
             return Ok(());
         }
-        match &mut *file {
+        let unsynced = match &mut *file {
             FileState::Open(f) => f.write(&self.schema, batch)?,
             FileState::Made => {
                 let mut f =
                     WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
-                f.write(&self.schema, batch)?;
-                *file = FileState::Open(f);
+                let unsynced = f.write(&self.schema, batch)?;
+                *file = FileState::Open(Box::new(f));
+                unsynced
             }
             FileState::Unopened | FileState::Absent => {
                 WorkerFile::create(
@@ -224,15 +226,78 @@ impl Worker {
                     &self.schema,
                     batch,
                 )?;
-                c.created.fetch_add(1, Ordering::Relaxed);
+                self.engine.counters.created.fetch_add(1, Ordering::Relaxed);
                 *file = FileState::Made;
+                // Created whole and synced (see `WorkerFile::create`).
+                if self.engine.durability == Durability::Full {
+                    self.engine.counters.syncs.fetch_add(1, Ordering::Relaxed);
+                }
+                Unsynced::none()
             }
             FileState::Closed => return Err(Error::Closed),
+        };
+        drop(file);
+        self.count(batch);
+        self.settle(unsynced)
+    }
+
+    /// Commits one batch on the calling thread, unsynced, when the file is
+    /// open and no one holds it: what it returns must go to
+    /// [`Worker::settle`] on a commit thread before the commit is reported.
+    /// `Ok(None)` when it cannot run here, and [`Worker::write`] must.
+    ///
+    /// The host's own workers do not use it: on the JS thread their
+    /// transactions cost the shop 30% of its journeys/s (the commit threads
+    /// write them in parallel with JS). It is the write path for code that
+    /// must write synchronously on the JS thread (SQL run by a class itself).
+    pub fn write_now(&self, batch: &Batch) -> Result<Option<Unsynced>> {
+        self.engine.check_open()?;
+        let Some(mut file) = self.file.try_lock() else {
+            return Ok(None);
+        };
+        let FileState::Open(f) = &mut *file else {
+            return Ok(None);
+        };
+        let unsynced = f.write(&self.schema, batch)?;
+        drop(file);
+        self.count(batch);
+        Ok(Some(unsynced))
+    }
+
+    /// Makes a written commit durable, then checkpoints the log if it has
+    /// grown. A failed sync closes the file and cuts the commit from its log
+    /// (see [`Unsynced::discard`]): the commit is reported failed, and no later
+    /// open finds it.
+    pub fn settle(&self, unsynced: Unsynced) -> Result<()> {
+        if let Err(e) = unsynced.sync(&self.path) {
+            if let FileState::Open(f) = std::mem::replace(&mut *self.file.lock(), FileState::Closed)
+            {
+                f.abandon();
+            }
+            // The sync's error is the one to report; a failed cut adds nothing.
+            let _ = unsynced.discard(&self.path);
+            return Err(e);
         }
+        if unsynced.syncs() {
+            self.engine.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        if unsynced.checkpoint {
+            if let FileState::Open(f) = &*self.file.lock() {
+                // The commit is durable whatever happens here. A checkpoint
+                // that fails (a full disk cannot grow the database file) is
+                // tried again after the next commit, as SQLite's own would be.
+                let _ = f.checkpoint();
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&self, batch: &Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let c = &self.engine.counters;
         c.commits.fetch_add(1, Ordering::Relaxed);
-        if self.engine.durability == Durability::Full {
-            c.syncs.fetch_add(1, Ordering::Relaxed);
-        }
         let bytes: usize = batch.sets.iter().map(|r| r.value.len()).sum::<usize>()
             + batch
                 .docs
@@ -241,7 +306,6 @@ impl Worker {
                 .filter_map(|op| op.put.as_ref().map(|p| p.doc.len()))
                 .sum::<usize>();
         c.bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
-        Ok(())
     }
 
     /// Runs a collection read on this worker's connection, one statement at a
@@ -262,7 +326,7 @@ impl Worker {
             || (matches!(&*file, FileState::Unopened) && self.path.exists())
         {
             let f = WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
-            *file = FileState::Open(f);
+            *file = FileState::Open(Box::new(f));
         }
         match &*file {
             FileState::Open(f) => f.read(body),
@@ -309,11 +373,7 @@ impl Worker {
             // Only a loaded file asks for a backfill.
             _ => return Err(Error::Closed),
         }
-        let c = &self.engine.counters;
-        c.commits.fetch_add(1, Ordering::Relaxed);
-        if self.engine.durability == Durability::Full {
-            c.syncs.fetch_add(1, Ordering::Relaxed);
-        }
+        self.engine.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -438,6 +498,71 @@ mod tests {
         );
         e.close();
         assert!(matches!(w.try_read(one), Err(Error::Closed)));
+        Ok(())
+    }
+
+    fn keys(w: &Worker) -> Result<Vec<String>> {
+        Ok(w.load()?.rows.into_iter().map(|r| r.key).collect())
+    }
+
+    #[test]
+    fn a_commit_written_now_is_durable_once_settled_and_a_failed_sync_cuts_it_from_the_log(
+    ) -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "s".into());
+        assert!(w.write_now(&set("x", b"0"))?.is_none(), "no file yet");
+        w.write(&set("x", b"1"))?;
+        assert!(w.write_now(&set("x", b"2"))?.is_none(), "made, not open");
+        w.write(&set("y", b"1"))?; // opens it
+        let syncs = e.counters.syncs.load(Ordering::Relaxed);
+        let now = w.write_now(&set("z", b"1"))?.ok_or(Error::Closed)?;
+        assert!(now.syncs());
+        w.settle(now)?;
+        assert_eq!(e.counters.syncs.load(Ordering::Relaxed), syncs + 1);
+        let mut failing = w.write_now(&set("lost", b"1"))?.ok_or(Error::Closed)?;
+        failing.fail_sync = true;
+        assert!(matches!(w.settle(failing), Err(Error::Io { .. })));
+        assert_eq!(state(&w), "closed", "a failed sync closes the file");
+        assert!(matches!(w.write(&set("after", b"1")), Err(Error::Closed)));
+        // Its frames were written to the log; cut there, no open replays them.
+        let again = Worker::new(e.clone(), "Cart".into(), "s".into());
+        assert_eq!(keys(&again)?, ["x", "y", "z"]);
+        again.close()?;
+        e.close();
+        Ok(())
+    }
+
+    #[test]
+    fn the_commit_thread_checkpoints_a_grown_log_and_nothing_is_lost() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = engine(tmp.path())?;
+        let w = Worker::new(e.clone(), "Cart".into(), "c".into());
+        w.write(&set("k0", b"0"))?;
+        w.write(&set("k1", b"1"))?;
+        let big = vec![7u8; 4000];
+        let mut checkpointed = 0;
+        for i in 2..400 {
+            let now = w
+                .write_now(&set(&format!("k{i}"), &big))?
+                .ok_or(Error::Closed)?;
+            checkpointed += usize::from(now.checkpoint);
+            w.settle(now)?;
+        }
+        assert!(checkpointed >= 3, "{checkpointed} checkpoints");
+        let [wal, _, _] = layout::sidecars(w.path());
+        let len = std::fs::metadata(&wal)
+            .map_err(|e| Error::io("stat", e))?
+            .len();
+        assert!(
+            len < 200 * 4200,
+            "the log restarts after a checkpoint: {len} bytes"
+        );
+        w.close()?;
+        let again = Worker::new(e.clone(), "Cart".into(), "c".into());
+        assert_eq!(keys(&again)?.len(), 400);
+        again.close()?;
+        e.close();
         Ok(())
     }
 

@@ -19,7 +19,8 @@
 //!
 //! Layout: [`layout`] paths, [`store`] a worker file, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
-//! [`committer`] the commit threads, [`sqlite`] connection settings,
+//! [`committer`] the commit threads, [`wal`] a worker's log synced after its
+//! commit, [`sqlite`] connection settings,
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
@@ -35,3 +36,4 @@ pub mod napi;
 pub mod repair;
 pub mod sqlite;
 pub mod store;
+pub mod wal;

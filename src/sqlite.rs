@@ -79,7 +79,8 @@ pub fn configure(
     // customers, ~400 commits each) and ran about 10% slower once there; 100
     // reached it within a second. A checkpoint every ~40 small commits costs
     // little, and an open worker's WAL index (heap memory, exclusive mode) and
-    // its file on disk stay small.
+    // its file on disk stay small. (A worker's connection syncs and
+    // checkpoints from a commit thread instead, at the same size: see wal.rs.)
     conn.execute_batch(&format!(
         "PRAGMA synchronous={sync}; PRAGMA cache_size=-{cache_kib}; PRAGMA temp_store=MEMORY; \
          PRAGMA wal_autocheckpoint=100;"

@@ -31,6 +31,8 @@ use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, remove_files, sync_dir};
 use crate::sqlite::{self, Durability};
+use crate::wal::{Unsynced, Wal};
+use rusqlite::config::DbConfig;
 
 const SCHEMA_VERSION: i64 = 1;
 /// Page cache per worker. Its state is resident in JS, so SQLite only needs
@@ -120,6 +122,8 @@ pub struct WorkerFile {
     /// The page cache outside bulk commits: [`WORKER_CACHE_KIB`] until the
     /// first collection read, then [`READ_CACHE_KIB`].
     cache_kib: std::cell::Cell<i64>,
+    /// Its log: commits are written unsynced and synced after (see [`crate::wal`]).
+    wal: Wal,
 }
 
 impl WorkerFile {
@@ -140,8 +144,9 @@ impl WorkerFile {
         if !path.exists() {
             return Ok(None);
         }
-        let conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open(path, false)?;
         sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let wal = Wal::attach(&mut conn, path, durability)?;
         let has_meta: bool = conn
             .query_row(
                 "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='meta'",
@@ -172,6 +177,7 @@ impl WorkerFile {
             path: path.to_path_buf(),
             tables,
             cache_kib: WORKER_CACHE_KIB.into(),
+            wal,
         };
         file.check_owner(class, id)?;
         let mut page = file.load()?;
@@ -181,6 +187,8 @@ impl WorkerFile {
             file.in_transaction("mark undeclared fields", |c| {
                 collections::deactivate(c, &gone)
             })?;
+            // Not synced by itself: lost, it is marked again at the next open.
+            file.wal.forget();
         }
         page.backfill = backfill;
         Ok(Some((file, page)))
@@ -189,14 +197,16 @@ impl WorkerFile {
     /// Opens the file `create` made, to write to it again; its state is
     /// already resident in the caller, so nothing is read but the owner.
     pub fn attach(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Self> {
-        let conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open(path, false)?;
         sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let wal = Wal::attach(&mut conn, path, durability)?;
         let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
         let file = WorkerFile {
             conn,
             path: path.to_path_buf(),
             tables,
             cache_kib: WORKER_CACHE_KIB.into(),
+            wal,
         };
         file.check_owner(class, id)?;
         Ok(file)
@@ -267,19 +277,41 @@ impl WorkerFile {
         Ok(())
     }
 
-    /// Commits one batch as one transaction.
-    pub fn write(&mut self, schema: &Schema, batch: &Batch) -> Result<()> {
+    /// Commits one batch as one transaction, written to the log and not yet
+    /// synced: the caller syncs what this returns before it reports the commit.
+    pub fn write(&mut self, schema: &Schema, batch: &Batch) -> Result<Unsynced> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Unsynced::none());
         }
         let mut tables = self.tables.clone();
         let bulk = batch.docs.ops.len() >= BULK_DOCS;
         let out = self.with_cache(bulk, || {
             self.in_transaction("write", |c| apply(c, schema, &mut tables, batch))
         });
-        out?;
+        if let Err(e) = out {
+            self.wal.forget();
+            return Err(e);
+        }
         self.tables = tables;
-        Ok(())
+        self.wal.written()
+    }
+
+    /// Copies the log into the database file (syncing both, in order), so it
+    /// starts over from its beginning at the next commit.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|e| Error::sqlite("checkpoint", &self.path, e))
+    }
+
+    /// Closes without copying the log into the file: after a failed sync,
+    /// whose commit [`Unsynced::discard`] then cuts from the log.
+    pub fn abandon(self) {
+        // Errors add nothing to the failed sync the caller reports.
+        let _ = self
+            .conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+        let _ = self.conn.close();
     }
 
     /// Runs `body` with the bulk page cache when `bulk`, then shrinks it back
@@ -312,11 +344,14 @@ impl WorkerFile {
         let c = schema
             .get(coll)
             .map_err(|e| Error::sqlite("backfill", &self.path, e))?;
-        self.with_cache(true, || {
+        let out = self.with_cache(true, || {
             self.in_transaction("backfill", |conn| {
                 collections::backfill(conn, c, fields, ids, columns)
             })
-        })
+        });
+        // Not synced by itself: lost, it is done again at the next wake.
+        self.wal.forget();
+        out
     }
 
     /// Runs a read over this file's connection and its collection tables.
@@ -352,8 +387,9 @@ impl WorkerFile {
     /// What a worker file says it is, without knowing its id beforehand: for
     /// rebuilding the catalog. Its class, id and earliest alarm.
     pub fn identity(path: &Path, durability: Durability) -> Result<Identity> {
-        let conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open(path, false)?;
         sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        let wal = Wal::attach(&mut conn, path, durability)?;
         let read = || -> rusqlite::Result<(Option<String>, Option<String>, Option<i64>)> {
             let meta = |k: &str| {
                 conn.query_row("SELECT v FROM meta WHERE k = ?1", [k], |r| r.get(0))
@@ -376,6 +412,7 @@ impl WorkerFile {
             path: path.to_path_buf(),
             tables: Tables::default(),
             cache_kib: WORKER_CACHE_KIB.into(),
+            wal,
         };
         file.close()?;
         match (class, id) {

@@ -89,7 +89,9 @@ impl NativeWorker {
 
     /// Commits sets and deletes as one transaction on a commit thread,
     /// creating the worker's file if it has none (after `register`). The
-    /// host's `on_done(id, …)` is called once it has committed, or failed.
+    /// host's `on_done(id, …)` is called once it has committed and synced,
+    /// or failed. The thread holds the worker's file only while it writes the
+    /// transaction, not during the sync: reads run on the JS thread meanwhile.
     #[napi]
     pub fn write(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<()> {
         let batch = to_batch(env, self.inner.schema(), changes)?;

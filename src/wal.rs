@@ -1,0 +1,171 @@
+//! A worker's write-ahead log, written without a sync and synced after.
+//!
+//! Guarantee: a commit is durable once [`Unsynced::sync`] has returned, and a
+//! commit whose sync failed is cut from the log ([`Unsynced::discard`]) so
+//! that no later open recovers it.
+//!
+//! Why: SQLite syncs a commit inside `COMMIT`, on the thread that runs it,
+//! with the connection held. A worker's connection is also read on the JS
+//! thread, and for synchronous SQL it is written there too, so its commits
+//! are written with `synchronous=NORMAL` (no sync in `COMMIT`) and the WAL is
+//! synced by a commit thread through a descriptor of its own, with the
+//! connection free. On Linux a sync flushes the file, whichever descriptor
+//! asks. Checkpoints, which SQLite would run inside a `COMMIT` (syncing the WAL
+//! and the database file there), are off (`wal_autocheckpoint=0`) and run by
+//! the commit thread after the sync once the log holds [`CHECKPOINT_PAGES`].
+//! What stays on the writing thread is the sync SQLite makes of a new log's
+//! header after a checkpoint (once per [`CHECKPOINT_PAGES`] written): its
+//! order before the frames is what keeps a restarted log from being misread.
+
+use std::fs::{File, OpenOptions};
+use std::os::raw::c_int;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use rusqlite::hooks::Wal as WalHandle;
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::layout;
+use crate::sqlite::Durability;
+
+/// Pages in a worker's log from which its commit thread checkpoints it: the
+/// `wal_autocheckpoint` this crate used before it ran checkpoints itself (see
+/// `sqlite::configure` for why 100 and not SQLite's 1,000).
+pub const CHECKPOINT_PAGES: i32 = 100;
+/// Bytes of a WAL header and of a frame's header (SQLite's file format).
+const HEADER_BYTES: u64 = 32;
+const FRAME_HEADER_BYTES: u64 = 24;
+
+/// One worker connection's log.
+pub struct Wal {
+    path: PathBuf,
+    durability: Durability,
+    /// Frames in the log after the last commit, as SQLite's WAL hook reports
+    /// it; -1 once [`Wal::written`] has taken it, so a commit that wrote no
+    /// frame (and so called no hook) is never taken for the one before.
+    frames: Arc<AtomicI32>,
+    /// Opened at the first commit that needs a sync (the log exists by then).
+    file: Option<Arc<File>>,
+    frame_bytes: u64,
+}
+
+/// A commit written to the log and not yet synced.
+pub struct Unsynced {
+    file: Option<Arc<File>>,
+    /// Where this commit's last frame (the one that marks it committed) starts.
+    commit_frame_at: u64,
+    /// Whether the log has grown enough to checkpoint.
+    pub checkpoint: bool,
+    /// Tests: the sync fails as a device's would.
+    #[cfg(test)]
+    pub fail_sync: bool,
+}
+
+impl Wal {
+    /// Sets up `conn` (a worker's, already in WAL mode) to commit without
+    /// syncing and without checkpointing, and to report its log's length.
+    pub fn attach(conn: &mut Connection, db: &Path, durability: Durability) -> Result<Self> {
+        let ctx = |e| Error::sqlite("configure", db, e);
+        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
+            .map_err(ctx)?;
+        let page: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .map_err(ctx)?;
+        let frames = Arc::new(AtomicI32::new(-1));
+        let seen = frames.clone();
+        conn.wal_hook(Some(move |_: &mut WalHandle, pages: c_int| {
+            seen.store(pages, Ordering::Relaxed);
+            Ok(())
+        }))
+        .map_err(ctx)?;
+        let [path, _, _] = layout::sidecars(db);
+        Ok(Wal {
+            path,
+            durability,
+            frames,
+            file: None,
+            frame_bytes: FRAME_HEADER_BYTES + page.max(512) as u64,
+        })
+    }
+
+    /// Drops what the last commit reported: a commit that needs no sync of
+    /// its own (its loss is repaired by doing it again).
+    pub fn forget(&self) {
+        self.frames.store(-1, Ordering::Relaxed);
+    }
+
+    /// The commit just written, for a commit thread to sync.
+    pub fn written(&mut self) -> Result<Unsynced> {
+        let frames = self.frames.swap(-1, Ordering::Relaxed);
+        if frames < 0 {
+            return Ok(Unsynced::none());
+        }
+        let file = match (self.durability, &self.file) {
+            (Durability::Relaxed, _) => None,
+            (Durability::Full, Some(f)) => Some(f.clone()),
+            (Durability::Full, None) => {
+                // Write access: Windows flushes only a file opened for writing.
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(|e| Error::io(format!("open {}", self.path.display()), e))?;
+                let f = Arc::new(f);
+                self.file = Some(f.clone());
+                Some(f)
+            }
+        };
+        Ok(Unsynced {
+            file,
+            commit_frame_at: HEADER_BYTES + (frames.max(1) as u64 - 1) * self.frame_bytes,
+            checkpoint: frames >= CHECKPOINT_PAGES,
+            #[cfg(test)]
+            fail_sync: false,
+        })
+    }
+}
+
+impl Unsynced {
+    /// Nothing to sync: a file created in whole, an empty batch.
+    pub fn none() -> Self {
+        Unsynced {
+            file: None,
+            commit_frame_at: 0,
+            checkpoint: false,
+            #[cfg(test)]
+            fail_sync: false,
+        }
+    }
+
+    /// Whether [`Unsynced::sync`] has work (and so counts a sync).
+    pub fn syncs(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Makes the commit durable. Needs no lock: the descriptor is its own.
+    pub fn sync(&self, db: &Path) -> Result<()> {
+        #[cfg(test)]
+        if self.fail_sync {
+            return Err(Error::io("sync (test)", std::io::Error::other("injected")));
+        }
+        match &self.file {
+            Some(f) => f
+                .sync_data()
+                .map_err(|e| Error::io(format!("sync the log of {}", db.display()), e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Cuts the commit from the log after its sync failed: the log is
+    /// truncated at the start of its last frame, so recovery, which replays
+    /// only commits whose marking frame is whole, never replays it. Earlier
+    /// commits were synced and stay. The caller has closed the connection
+    /// without a checkpoint first.
+    pub fn discard(&self, db: &Path) -> Result<()> {
+        let Some(f) = &self.file else { return Ok(()) };
+        f.set_len(self.commit_frame_at)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| Error::io(format!("cut a failed commit from {}", db.display()), e))
+    }
+}
