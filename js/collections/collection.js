@@ -26,6 +26,8 @@ const { plan, nativeConds, matches, evaluate } = require('./query');
  * @property {(coll: number) => object | undefined} overlay
  * @property {(coll: number) => import('./uncommitted').DocLayer} snapshot
  * @property {(q: object) => Rows | Promise<Rows>} query the rows now when the file is free, else a promise of them
+ * @property {(coll: number, id: string) => { tag: number, bytes: Buffer } | null | undefined} getNow a document
+ *   read now (null: none), or undefined when only `query` can read it
  */
 
 class Collection {
@@ -175,13 +177,12 @@ class Collection {
     const coll = this.#decl.index;
     const known = this.#store.lookup(coll, id);
     if (known !== undefined) return known;
-    let r = this.#store.query({ kind: 'get', collection: coll, id });
-    if (r instanceof Promise) {
-      r = await r;
-      // A write made while the read was out wins over what was read.
-      const since = this.#store.lookup(coll, id);
-      if (since !== undefined) return since;
-    }
+    const now = this.#store.getNow(coll, id);
+    if (now !== undefined) return now;
+    const r = await this.#store.query({ kind: 'get', collection: coll, id });
+    // A write made while the read was out wins over what was read.
+    const since = this.#store.lookup(coll, id);
+    if (since !== undefined) return since;
     return r.ids.length === 0 ? null : { tag: r.tags[0], bytes: r.docs[0] };
   }
 

@@ -6,6 +6,7 @@
 // read that may return or overlay thousands of documents goes to the pool
 // whatever it would cost: there it holds no other worker's calls.
 const { fromNative } = require('../api/errors');
+const { firstRow } = require('./result-rows');
 
 /** Most documents a find may ask for and still run on the JS thread. */
 const MAX_LIMIT_NOW = 1000;
@@ -47,4 +48,24 @@ function readRows(storage, q, who) {
   return storage.query(q).catch((err) => Promise.reject(fromNative(err, who())));
 }
 
-module.exports = { readRows, MAX_LIMIT_NOW, MAX_OVERLAY_NOW };
+/**
+ * A document by id, read now on this thread: its row, null when there is
+ * none, or undefined when the storage cannot answer now (and `readRows` must).
+ * @param {{ getNow?: (coll: number, id: string) => Buffer | null }} storage
+ * @param {number} coll
+ * @param {string} id
+ * @param {() => string} who
+ * @returns {{ tag: number, bytes: Buffer } | null | undefined}
+ */
+function getNow(storage, coll, id, who) {
+  if (storage.getNow === undefined) return undefined;
+  let packed;
+  try {
+    packed = storage.getNow(coll, id);
+  } catch (err) {
+    throw fromNative(err, who());
+  }
+  return packed === null ? undefined : firstRow(packed);
+}
+
+module.exports = { readRows, getNow, MAX_LIMIT_NOW, MAX_OVERLAY_NOW };

@@ -28,4 +28,16 @@ function unpackRows(packed) {
   return { ids, tags, docs, count: buf.readDoubleLE(4) };
 }
 
-module.exports = { unpackRows };
+/**
+ * The first row of a packed read, without unpacking the rest: what a `get`
+ * reads. Null when there is none.
+ * @param {Buffer} buf
+ * @returns {{ tag: number, bytes: Buffer } | null}
+ */
+function firstRow(buf) {
+  if (buf.readUInt32LE(0) === 0) return null;
+  const docStart = 24 + buf.readUInt32LE(16);
+  return { tag: buf.readUInt32LE(12), bytes: buf.subarray(docStart, docStart + buf.readUInt32LE(20)) };
+}
+
+module.exports = { unpackRows, firstRow };

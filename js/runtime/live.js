@@ -76,9 +76,10 @@ class LiveWorker extends QueuedWorker {
         native.queryNow === undefined
           ? undefined
           : (q) => {
-              const r = q.kind === 'get' && q.overlay === undefined ? native.getNow(q.collection, q.id) : native.queryNow(q);
+              const r = native.queryNow(q);
               return r === null ? null : unpackRows(r);
             },
+      getNow: native.getNow === undefined ? undefined : (coll, id) => native.getNow(coll, id),
       query: (q) => native.query(q).then(unpackRows),
       // The catalog row first, then the file (see NativeWorker.register).
       create: (changes) => native.register().then(() => write(changes)),

@@ -19,7 +19,7 @@ const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
 const { OutputGate, OWNER: GATE } = require('./gate');
 const { UncommittedDocs } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
-const { readRows } = require('../collections/read');
+const { readRows, getNow } = require('../collections/read');
 const { NONE, noSuchCollection } = require('../collections/declarations');
 
 class DurableState {
@@ -344,6 +344,7 @@ class DurableState {
         return m.empty ? undefined : m.toNative(coll);
       },
       query: (q) => readRows(this.#native, q, this.#who),
+      getNow: (coll, id) => getNow(this.#native, coll, id, this.#who),
     };
   }
 
