@@ -10,7 +10,9 @@
 //! are written with `synchronous=NORMAL` (no sync in `COMMIT`) and the WAL is
 //! synced by a commit thread through a descriptor of its own, with the
 //! connection free. On Linux a sync flushes the file, whichever descriptor
-//! asks. Checkpoints, which SQLite would run inside a `COMMIT` (syncing the WAL
+//! asks. SQLite takes no lock on the log file itself (its locks are on the
+//! database file), so closing that descriptor releases none of its POSIX
+//! locks. Checkpoints, which SQLite would run inside a `COMMIT` (syncing the WAL
 //! and the database file there), are off (`wal_autocheckpoint=0`) and run by
 //! the commit thread after the sync once the log holds [`CHECKPOINT_PAGES`].
 //! What stays on the writing thread is the sync SQLite makes of a new log's
