@@ -62,7 +62,14 @@ function mainRows(plan) {
     { key: 'docFind', label: `collection find of ${DOCS.findLimit}, indexed, one hot worker`, opts: timedOpts, timeoutMs: timedTimeout, notes: readNotes },
     { key: 'rssWrite', label: `RSS per live worker, ${n} new ones written once (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
     // Reads the workers the previous row wrote, in a new process.
-    { key: 'rssRead', label: `RSS per open worker, ${n} opened from their files (lower is better)`, dirKey: 'rss', opts: { count: plan.count }, timeoutMs: RSS_TIMEOUT_MS, notes: liveNotes },
+    {
+      key: 'rssRead',
+      label: `RSS per open worker, ${n} opened from their files, read and written (lower is better)`,
+      dirKey: 'rss',
+      opts: { count: plan.count },
+      timeoutMs: RSS_TIMEOUT_MS,
+      notes: liveNotes,
+    },
     {
       key: 'create',
       label: `new workers created with one write, ${DEFAULTS.width} at a time`,

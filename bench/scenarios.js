@@ -188,11 +188,12 @@ function defineScenarios(openSystem) {
     },
 
     /**
-     * (d') The same, but each worker is only read: it was written by an
-     * earlier rssWrite run on the same `dir`, so it is opened from its file.
+     * (d') The same for workers written by an earlier rssWrite run on the
+     * same `dir`: each is opened from its file, read and written once more,
+     * and stays open.
      */
     async rssRead({ dir, count = DEFAULTS.count, warmWorkers = DEFAULTS.warmWorkers }) {
-      return residentPerWorker({ dir, count, warmWorkers, touch: (w) => w.read(), expected: 1 });
+      return residentPerWorker({ dir, count, warmWorkers, touch: async (w) => ((await w.read()) === 1 ? w.incr() : -1), expected: 2 });
     },
 
     /**

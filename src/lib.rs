@@ -17,13 +17,14 @@
 //! carries), one sync per catalog batch, and per open worker a file handle and
 //! a small page cache.
 //!
-//! Layout: [`layout`] paths, [`store`] a worker file, [`collections`] its collections,
+//! Layout: [`layout`] paths, [`store`] a worker file, [`cache`] its page cache, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`wal`] a worker's log synced after its
 //! commit, [`sqlite`] connection settings,
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
+pub mod cache;
 pub mod catalog;
 pub mod collections;
 pub mod committer;

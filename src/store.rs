@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, remove_files, sync_dir};
@@ -35,23 +36,6 @@ use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
 
 const SCHEMA_VERSION: i64 = 1;
-/// Page cache per worker. Its state is resident in JS, so SQLite only needs
-/// the pages one commit touches.
-const WORKER_CACHE_KIB: i64 = 32;
-/// Page cache for a commit that writes many documents (or a backfill): their
-/// index pages are revisited across the batch, and with 32 KiB a 10,000-document
-/// commit into a 100,000-document collection took 3–4× longer. Given back at
-/// the end of the commit.
-const BULK_CACHE_KIB: i64 = 8192;
-/// Documents in one commit from which it counts as bulk.
-const BULK_DOCS: usize = 256;
-/// Page cache of a worker once it reads its collections. Reads revisit the
-/// same index and table pages, and with 32 KiB every query fetched them again
-/// from the OS (a `pread` each): an indexed find of 10 among 10,000 documents
-/// ran at about half the rate it does with this. SQLite allocates pages as
-/// they are read, so a worker that only reads a few pages pays for those.
-const READ_CACHE_KIB: i64 = 1024;
-
 /// One stored value, as it crosses to JS on load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -119,9 +103,8 @@ pub struct WorkerFile {
     path: PathBuf,
     /// The collection tables that exist, as of the last commit.
     tables: Tables,
-    /// The page cache outside bulk commits: [`WORKER_CACHE_KIB`] until the
-    /// first collection read, then [`READ_CACHE_KIB`].
-    cache_kib: std::cell::Cell<i64>,
+    /// How much page cache it keeps, and when it gives it back.
+    cache: PageCache,
     /// Its log: commits are written unsynced and synced after (see [`crate::wal`]).
     wal: Wal,
 }
@@ -145,7 +128,7 @@ impl WorkerFile {
             return Ok(None);
         }
         let mut conn = sqlite::open(path, false)?;
-        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let has_meta: bool = conn
             .query_row(
@@ -176,7 +159,7 @@ impl WorkerFile {
             conn,
             path: path.to_path_buf(),
             tables,
-            cache_kib: WORKER_CACHE_KIB.into(),
+            cache: PageCache::default(),
             wal,
         };
         file.check_owner(class, id)?;
@@ -191,6 +174,7 @@ impl WorkerFile {
             file.wal.forget();
         }
         page.backfill = backfill;
+        file.cache.loaded(&file.conn);
         Ok(Some((file, page)))
     }
 
@@ -198,14 +182,14 @@ impl WorkerFile {
     /// already resident in the caller, so nothing is read but the owner.
     pub fn attach(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Self> {
         let mut conn = sqlite::open(path, false)?;
-        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
         let file = WorkerFile {
             conn,
             path: path.to_path_buf(),
             tables,
-            cache_kib: WORKER_CACHE_KIB.into(),
+            cache: PageCache::default(),
             wal,
         };
         file.check_owner(class, id)?;
@@ -284,15 +268,18 @@ impl WorkerFile {
             return Ok(Unsynced::none());
         }
         let mut tables = self.tables.clone();
-        let bulk = batch.docs.ops.len() >= BULK_DOCS;
-        let out = self.with_cache(bulk, || {
-            self.in_transaction("write", |c| apply(c, schema, &mut tables, batch))
-        });
+        let out = self.cache.around(
+            &self.conn,
+            &self.path,
+            cache::is_bulk(batch.docs.ops.len()),
+            || self.in_transaction("write", |c| apply(c, schema, &mut tables, batch)),
+        );
         if let Err(e) = out {
             self.wal.forget();
             return Err(e);
         }
         self.tables = tables;
+        self.cache.committed(&self.conn);
         self.wal.written()
     }
 
@@ -314,23 +301,6 @@ impl WorkerFile {
         let _ = self.conn.close();
     }
 
-    /// Runs `body` with the bulk page cache when `bulk`, then shrinks it back
-    /// (which frees the pages).
-    fn with_cache<T>(&self, bulk: bool, body: impl FnOnce() -> Result<T>) -> Result<T> {
-        if !bulk {
-            return body();
-        }
-        let set = |kib: i64| {
-            self.conn
-                .execute_batch(&format!("PRAGMA cache_size=-{kib}"))
-                .map_err(|e| Error::sqlite("cache size", &self.path, e))
-        };
-        set(BULK_CACHE_KIB)?;
-        let out = body();
-        set(self.cache_kib.get())?;
-        out
-    }
-
     /// Fills declared fields of stored documents (see [`collections::backfill`]) in
     /// one transaction: a crash leaves them all to do again on the next wake.
     pub fn backfill(
@@ -344,7 +314,7 @@ impl WorkerFile {
         let c = schema
             .get(coll)
             .map_err(|e| Error::sqlite("backfill", &self.path, e))?;
-        let out = self.with_cache(true, || {
+        let out = self.cache.around(&self.conn, &self.path, true, || {
             self.in_transaction("backfill", |conn| {
                 collections::backfill(conn, c, fields, ids, columns)
             })
@@ -359,12 +329,7 @@ impl WorkerFile {
         &self,
         body: impl FnOnce(&Connection, &Tables) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        if self.cache_kib.get() != READ_CACHE_KIB {
-            self.conn
-                .execute_batch(&format!("PRAGMA cache_size=-{READ_CACHE_KIB}"))
-                .map_err(|e| Error::sqlite("cache size", &self.path, e))?;
-            self.cache_kib.set(READ_CACHE_KIB);
-        }
+        self.cache.reading(&self.conn, &self.path)?;
         body(&self.conn, &self.tables).map_err(|e| Error::sqlite("read", &self.path, e))
     }
 
@@ -388,7 +353,7 @@ impl WorkerFile {
     /// rebuilding the catalog. Its class, id and earliest alarm.
     pub fn identity(path: &Path, durability: Durability) -> Result<Identity> {
         let mut conn = sqlite::open(path, false)?;
-        sqlite::configure(&conn, path, durability, WORKER_CACHE_KIB)?;
+        sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let read = || -> rusqlite::Result<(Option<String>, Option<String>, Option<i64>)> {
             let meta = |k: &str| {
@@ -411,7 +376,7 @@ impl WorkerFile {
             conn,
             path: path.to_path_buf(),
             tables: Tables::default(),
-            cache_kib: WORKER_CACHE_KIB.into(),
+            cache: PageCache::default(),
             wal,
         };
         file.close()?;

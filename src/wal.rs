@@ -18,6 +18,9 @@
 //! What stays on the writing thread is the sync SQLite makes of a new log's
 //! header after a checkpoint (once per [`CHECKPOINT_PAGES`] written): its
 //! order before the frames is what keeps a restarted log from being misread.
+//! That sync is also SQLite's first of a log file it has just created, which
+//! is when it syncs the directory too, so the log's name is durable before
+//! any commit in it is reported: this module needs no directory sync.
 
 use std::fs::{File, OpenOptions};
 use std::os::raw::c_int;
