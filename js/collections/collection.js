@@ -4,11 +4,11 @@
 // Writes are like `state.set`: `put` is synchronous, changes nothing on disk
 // by itself, and commits with the call's flush (the call's result waits for
 // it). Reads are promises: they go to the worker's file, one statement at a
-// time with its commits, and see the worker's own uncommitted writes. A read
-// runs on the JS thread when no commit holds the file (the usual case), and
-// on libuv's pool when one does. A query is read whole, in one turn, never as
-// a cursor held across the caller's loop: a loop body that writes would
-// otherwise wait on its own read.
+// time with its commits, and see the worker's own uncommitted writes. A small
+// read runs on the JS thread when the worker's file is free (a commit holds
+// it only while it writes), else on libuv's pool (see read.js). A query is
+// read whole, in one turn, never as a cursor held across the caller's loop: a
+// loop body that writes would otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
 const { checkDocumentId, MAX_DOCUMENT_BYTES, documentTooLarge } = require('../api/rules');
 const { TAG_V8, encode, decode } = require('../state/codec');
