@@ -68,4 +68,4 @@ function getNow(storage, coll, id, who) {
   return packed === null ? undefined : firstRow(packed);
 }
 
-module.exports = { readRows, getNow, MAX_LIMIT_NOW, MAX_OVERLAY_NOW };
+module.exports = { readRows, getNow };

@@ -1,9 +1,10 @@
 //! The objects that cross napi, and their conversions to the storage core's.
 //!
-//! Rows cross as parallel arrays (keys, tags, values; ids, tags, bytes),
-//! not as an object per row: napi makes each JS object and sets or gets each
-//! of its properties with a call of its own, on the JS thread, so a row as an
-//! object costs more calls than its place in three arrays.
+//! Rows cross as parallel arrays (keys, tags, values), not as an object per
+//! row: napi makes each JS object and sets or gets each of its properties
+//! with a call of its own, on the JS thread, so a row as an object costs more
+//! calls than its place in three arrays. A collection read's rows go further:
+//! one packed buffer (see [`pack`]).
 
 use super::*;
 

@@ -20,10 +20,7 @@ impl Query {
         collection: u32,
         id: String,
     ) -> napi::Result<Self> {
-        let ci = collection as usize;
-        if schema.collections.get(ci).is_none() {
-            return Err(invalid(env, "the read names an undeclared collection"));
-        }
+        let (ci, _) = declared(env, schema, collection)?;
         Ok(Query {
             ci,
             read: Read::Get(id),
@@ -33,11 +30,7 @@ impl Query {
 
     /// Parses `q` against the worker's declared collections.
     pub(super) fn parse(env: &Env, schema: &Schema, mut q: QueryJs) -> napi::Result<Self> {
-        let ci = q.collection as usize;
-        let c = schema
-            .collections
-            .get(ci)
-            .ok_or_else(|| invalid(env, "the query names an undeclared collection"))?;
+        let (ci, c) = declared(env, schema, q.collection)?;
         let read = to_read(env, c, &mut q)?;
         let overlay = match q.overlay.take() {
             Some(o) => to_doc_changes(env, schema, o)?,
@@ -85,6 +78,16 @@ impl Query {
             .fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
         pack(rows, count).map(Some)
     }
+}
+
+/// Collection `n` of the worker's declaration, with its index.
+fn declared<'s>(env: &Env, schema: &'s Schema, n: u32) -> napi::Result<(usize, &'s Collection)> {
+    let ci = n as usize;
+    schema
+        .collections
+        .get(ci)
+        .map(|c| (ci, c))
+        .ok_or_else(|| invalid(env, "the read names an undeclared collection"))
 }
 
 /// A collection read on the libuv pool: one hop from the JS thread and one
