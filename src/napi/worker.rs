@@ -4,6 +4,7 @@ use super::dto::*;
 use super::host::Io;
 use super::query::{Query, QueryTask};
 use super::*;
+use crate::committer;
 
 /// One worker's storage handle.
 #[napi]
@@ -44,6 +45,7 @@ impl NativeWorker {
                 Ok(()) => (String::new(), String::new()),
                 Err(e) => (e.code().to_string(), e.to_string()),
             };
+            committer::finishing();
             if let Some(done) = io.done.lock().as_ref() {
                 done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
             }
