@@ -29,8 +29,9 @@ CORE=(
   __test__/shards/shards.test.js __test__/files/crash.test.js __test__/alarms/alarms.test.js
   __test__/sockets/sockets.test.js __test__/peek/walk.test.js __test__/peek/security.test.js
 )
-# Timed against a 4 s lead (setting 1,000 alarms takes 2 s under qemu alone,
-# up to 9 s beside other test files), so it runs by itself, after the rest.
+# Timed (setting 1,000 alarms takes 2 s under qemu alone, up to 9 s beside
+# other test files; its lead is twice a first measured setting), so it runs
+# by itself, after the rest.
 ALONE='1,000 workers with alarms*'
 
 TIMES=()

@@ -463,12 +463,19 @@ test.serial('1,000 workers with alarms at distinct times fire in time order, eac
   const N = 1000;
   const host = await openHost(t, tmpDir(t));
   const id = (i) => `k7-${String(i).padStart(4, '0')}`;
-  const base = Date.now() + 4000;
   // Set in a scrambled order, so creation order says nothing about time order.
   const order = range(N).map((i) => (i * 389) % N);
-  const t0 = Date.now();
-  await Promise.all(order.map((i) => host.get(Alarmed, id(i)).arm(base + i)));
-  t.log(`setting ${N} alarms took ${Date.now() - t0} ms`);
+  const armAll = async (at) => {
+    const t0 = Date.now();
+    await Promise.all(order.map((i) => host.get(Alarmed, id(i)).arm(at(i))));
+    return Date.now() - t0;
+  };
+  // Setting them takes 0.5 s here and up to 9 s under qemu beside other work:
+  // the first setting (an hour out) measures it, and the real one leaves
+  // twice that before the first is due, so none is due before all are set.
+  const took = await armAll((i) => Date.now() + 3_600_000 + i);
+  const base = Date.now() + 2 * took + 2000;
+  t.log(`setting ${N} alarms took ${took} ms, then ${await armAll((i) => base + i)} ms; the first was due ${base - Date.now()} ms later`);
 
   await startAlarms(t, host, [Alarmed]);
   const mine = (ev) => record.log.filter((e) => e.ev === ev && e.id.startsWith('k7-'));
