@@ -147,20 +147,24 @@ test('a value stored with a codec tag this build does not know is refused with E
   for (const part of ['Box', 'tagged', 'cart-items']) t.true(err.message.includes(part), `${part} in: ${err.message}`);
 });
 
-test('a closed worker file is a plain SQLite database holding structured-clone bytes, and _registry.db lists the worker', async (t) => {
+test('a closed worker file is a plain SQLite database holding JSON for plain data and structured-clone bytes otherwise, and _registry.db lists the worker', async (t) => {
   const dir = tmpDir(t);
-  const values = { a: new Map([[1, { nested: [1n, 'two'] }]]), b: new Date(86_400_000), c: 'text' };
+  const values = { a: new Map([[1, { nested: [1n, 'two'] }]]), b: new Date(86_400_000), c: 'text', d: { sku: 'apple', qty: 2, tags: ['red', null, true] } };
   const host = await openFor(t, dir);
   for (const [k, v] of Object.entries(values)) await host.get(Box, 'plain').put(k, v);
   await host.close();
 
   const file = fileOf(dir, 'Box', 'plain');
-  t.deepEqual(sqlite(file, 'SELECT key FROM kv ORDER BY key'), [{ key: 'a' }, { key: 'b' }, { key: 'c' }]);
+  t.deepEqual(sqlite(file, 'SELECT key FROM kv ORDER BY key'), [{ key: 'a' }, { key: 'b' }, { key: 'c' }, { key: 'd' }]);
   const rows = sqlite(file, 'SELECT key, tag, hex(value) AS hex FROM kv ORDER BY key');
+  const plain = new Set(['c', 'd']);
   for (const { key, tag, hex } of rows) {
-    t.is(tag, 1, key);
-    t.deepEqual(v8.deserialize(Buffer.from(hex, 'hex')), values[key], key);
+    const bytes = Buffer.from(hex, 'hex');
+    t.is(tag, plain.has(key) ? 2 : 1, key);
+    t.deepEqual(plain.has(key) ? JSON.parse(bytes.toString('utf8')) : v8.deserialize(bytes), values[key], key);
   }
+  // JSON text, so SQLite's own JSON functions read it.
+  t.deepEqual(sqlite(file, "SELECT json_extract(CAST(value AS TEXT), '$.tags[0]') AS first FROM kv WHERE key='d'"), [{ first: 'red' }]);
   t.deepEqual(sqlite(file, "SELECT v FROM meta WHERE k='class'"), [{ v: 'Box' }]);
   t.deepEqual(sqlite(path.join(dir, '_registry.db'), 'SELECT class, id FROM workers'), [{ class: 'Box', id: 'plain' }]);
 });

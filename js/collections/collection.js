@@ -11,7 +11,7 @@
 // loop body that writes would otherwise wait on its own read.
 const { Buffer } = require('node:buffer');
 const { checkDocumentId, MAX_DOCUMENT_BYTES, documentTooLarge } = require('../api/rules');
-const { TAG_V8, encode, decode } = require('../state/codec');
+const { encodeValue, decode } = require('../state/codec');
 const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
@@ -60,9 +60,9 @@ class Collection {
     this.#checkId(id);
     const where = () => `${this.#store.who()}, collection ${this.#decl.name}, document ${JSON.stringify(id)}`;
     const cols = columnsOf(this.#decl, doc, where);
-    const bytes = encode(doc, where);
+    const { tag, bytes } = encodeValue(doc, where, MAX_DOCUMENT_BYTES);
     if (bytes.length > MAX_DOCUMENT_BYTES) throw documentTooLarge(where(), bytes.length);
-    this.#store.write(this.#decl.index, id, { tag: TAG_V8, bytes, cols: Buffer.from(cols) });
+    this.#store.write(this.#decl.index, id, { tag, bytes, cols: Buffer.from(cols) });
   }
 
   /**

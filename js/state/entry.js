@@ -1,23 +1,25 @@
 'use strict';
 // One resident value of a worker's state: its encoded bytes (what is stored,
-// compared and counted against the caps) and, for a primitive, the value
-// itself (immutable, so handed out as it is instead of decoded again).
+// compared and counted against the caps) with their codec tag and, for a
+// primitive, the value itself (immutable, so handed out as it is instead of
+// decoded again).
 const { Buffer } = require('node:buffer');
 const { isPrimitive } = require('./codec');
 
 /** One resident value. `value` is kept only for primitives, which are immutable. */
 class Entry {
-  constructor(bytes, value, prim) {
+  constructor(tag, bytes, value, prim) {
+    this.tag = tag;
     this.bytes = bytes;
     this.value = value;
     this.prim = prim;
   }
 }
 
-/** The entry for `value`, encoded as `bytes`. */
-function entryOf(bytes, value) {
+/** The entry for `value`, encoded as `bytes` in the codec `tag` names. */
+function entryOf(tag, bytes, value) {
   const prim = isPrimitive(value);
-  return new Entry(bytes, prim ? value : undefined, prim);
+  return new Entry(tag, bytes, prim ? value : undefined, prim);
 }
 
 /** What an entry counts against the 1 MiB cap: its key's UTF-8 and its bytes. */

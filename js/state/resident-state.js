@@ -12,7 +12,7 @@
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
-const { TAG_V8, encode, decode } = require('./codec');
+const { encodeValue, decode } = require('./codec');
 const { entryOf, sizeOf } = require('./entry');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
@@ -120,7 +120,7 @@ class DurableState {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const value = decode(tags[i], values[i], () => `${this.#who()}, key ${JSON.stringify(key)}`);
-      const entry = entryOf(values[i], value);
+      const entry = entryOf(tags[i], values[i], value);
       this.#resident.set(key, entry);
       this.#total += sizeOf(key, entry);
     }
@@ -132,7 +132,7 @@ class DurableState {
   get(key) {
     const e = this.#resident.get(key);
     if (e === undefined) return undefined;
-    return e.prim ? e.value : decode(TAG_V8, e.bytes, this.#who);
+    return e.prim ? e.value : decode(e.tag, e.bytes, this.#who);
   }
 
   /** @param {string} key */
@@ -192,11 +192,11 @@ class DurableState {
    */
   set(key, value) {
     checkKey(this.#who, key);
-    const bytes = encode(value, () => `${this.#who()}, key ${JSON.stringify(key)}`);
+    const { tag, bytes } = encodeValue(value, () => `${this.#who()}, key ${JSON.stringify(key)}`, MAX_VALUE_BYTES);
     if (bytes.length > MAX_VALUE_BYTES) throw valueTooLarge(this.#who(), key, bytes.length);
     const old = this.#resident.get(key);
-    if (old !== undefined && old.bytes.equals(bytes)) return;
-    const entry = entryOf(bytes, value);
+    if (old !== undefined && old.tag === tag && old.bytes.equals(bytes)) return;
+    const entry = entryOf(tag, bytes, value);
     const total = this.#total - sizeOf(key, old) + sizeOf(key, entry);
     if (total > MAX_STATE_BYTES) throw stateTooLarge(this.#who(), key, total);
     this.#record(key, old);
@@ -317,9 +317,9 @@ class DurableState {
       }
       if (cur === undefined || cur === null) {
         if (base !== null) deletes.push(key);
-      } else if (base === null || !base.bytes.equals(cur.bytes)) {
+      } else if (base === null || base.tag !== cur.tag || !base.bytes.equals(cur.bytes)) {
         keys.push(key);
-        tags.push(TAG_V8);
+        tags.push(cur.tag);
         values.push(cur.bytes);
       }
     }
