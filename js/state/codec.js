@@ -4,8 +4,9 @@
 //
 // - JSON text (UTF-8) for plain data: objects, arrays, strings, finite numbers,
 //   booleans and null, where no object appears twice. JSON.parse brings such a
-//   value back exactly as a structured clone would, at about a quarter of the
-//   cost (bench/codec.js), and most stored values are of this kind.
+//   value back exactly as a structured clone would, decoding it in a third to
+//   a half of the time (bench/codec.js), and most stored values are of this
+//   kind.
 // - V8 structured-clone bytes, the format postMessage and structuredClone use,
 //   for everything else: a Date comes back a Date, a Map a Map, a BigInt a
 //   BigInt, -0 as -0, a cyclic object cyclic.
