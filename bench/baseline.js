@@ -9,7 +9,9 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const Database = require('better-sqlite3');
+// DW_BENCH_BETTER_SQLITE3 names another better-sqlite3 directory to load: a
+// build for the Node line the scenario runs on (run.js --node).
+const Database = require(process.env.DW_BENCH_BETTER_SQLITE3 || 'better-sqlite3');
 const { defineScenarios, DOCS, docOf, docId } = require('./scenarios');
 
 /**

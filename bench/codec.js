@@ -21,7 +21,15 @@ const MAX = 1024 * 1024;
 /** The values encoded: each kind as many times as asked, all distinct. */
 function valuesOf(kind, n) {
   return Array.from({ length: n }, (_, i) =>
-    kind === 'doc' ? docOf(i) : { items: [{ sku: `sku-${i}`, qty: 2, price: 120 }, { sku: 'pear', qty: 1, price: 90 }], orders: i },
+    kind === 'doc'
+      ? docOf(i)
+      : {
+          items: [
+            { sku: `sku-${i}`, qty: 2, price: 120 },
+            { sku: 'pear', qty: 1, price: 90 },
+          ],
+          orders: i,
+        },
   );
 }
 

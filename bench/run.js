@@ -28,6 +28,7 @@ const USAGE = `usage: node bench/run.js [--quick] [--json] [--core] [--out <file
   --json   also write every figure to bench/results.json (or --out)
   --core   only the main table and the slow device's (what bench/compare.js compares)
   --only   with --core: these scenarios only (comma-separated: serial,burst,read,docGet,docFind,rssWrite,rssRead,create)
+  --node   with --core: run every scenario on this Node line (24: scripts/node-lines.js's), better-sqlite3 built for it (bench/lines.js)
   --out    where --json writes`;
 
 /** Scenario lengths. Full: about a minute in all on this machine; quick: about 15 s. */
@@ -149,6 +150,9 @@ function progress(message) {
   process.stderr.write(`… ${message}\n`);
 }
 
+/** The node binary scenarios run on: this one, or another line's (`--node`). */
+let scenarioNode = process.execPath;
+
 /** Runs one row's scenario for each system, one fresh child process each. */
 async function runRow(row, root, env) {
   const out = {};
@@ -161,6 +165,7 @@ async function runRow(row, root, env) {
       opts: { dir, ...row.opts },
       env,
       timeoutMs: row.timeoutMs,
+      execPath: scenarioNode,
     });
   }
   return out;
@@ -288,11 +293,27 @@ function burstRatioRow(results) {
 
 async function main() {
   const { values: flags } = parseArgs({
-    options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, core: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      quick: { type: 'boolean' },
+      json: { type: 'boolean' },
+      core: { type: 'boolean' },
+      only: { type: 'string' },
+      node: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   if (flags.help) {
     console.log(USAGE);
     return;
+  }
+  if (flags.node !== undefined) {
+    if (!flags.core) throw new Error('--node runs the --core tables only: pass --core too');
+    const { nodePath } = require('../scripts/node-lines');
+    const { betterSqlite3For } = require('./lines');
+    scenarioNode = nodePath(flags.node);
+    // Children inherit it, the slow device's included.
+    process.env.DW_BENCH_BETTER_SQLITE3 = betterSqlite3For(flags.node).dir;
   }
   const plan = flags.quick ? PLANS.quick : PLANS.full;
   // --only: the rows named (rssRead reads what rssWrite wrote, so it brings it).
@@ -301,7 +322,7 @@ async function main() {
   const cpus = os.cpus();
   const meta = {
     date: new Date().toISOString(),
-    node: process.version,
+    node: flags.node === undefined ? process.version : execFileSync(scenarioNode, ['--version'], { encoding: 'utf8' }).trim(),
     platform: `${os.platform()} ${os.arch()} ${os.release()}`,
     cpu: `${cpus[0]?.model ?? 'unknown'} × ${cpus.length}`,
     command: ['node', path.relative(process.cwd(), process.argv[1]) || process.argv[1], ...process.argv.slice(2)].join(' '),
@@ -357,7 +378,7 @@ async function main() {
     const footnotes = new Footnotes();
     console.log(
       [
-        `code: ${meta.code}`,
+        `code: ${meta.code}; Node ${meta.node}`,
         tableFor(picked(mainRows(plan)), results, footnotes),
         '',
         slow.results ? tableFor(picked(slowRows(plan)), slow.results, footnotes) : `slow device not run: ${slow.error}`,
