@@ -277,6 +277,34 @@ mod tests {
     }
 
     #[test]
+    fn a_job_submitted_in_answer_to_a_report_goes_to_the_reporting_thread() -> Result<()> {
+        // Job A reports (finishing), and "the JS thread" submits B at once,
+        // while A's thread has not yet returned (the sleep stands for a
+        // thread preempted by the JS thread it woke). B must wait for A's
+        // thread rather than wake the other one, asleep since the start.
+        let c = Arc::new(Committer::start(2, Duration::ZERO)?);
+        for _round in 0..20 {
+            std::thread::sleep(Duration::from_millis(5)); // both asleep
+            let (tx, rx) = mpsc::channel();
+            let (c2, tx2) = (c.clone(), tx.clone());
+            assert!(c.submit(Box::new(move || {
+                let _ = tx2.send(std::thread::current().id());
+                finishing();
+                let tx3 = tx2.clone();
+                c2.submit(Box::new(move || {
+                    let _ = tx3.send(std::thread::current().id());
+                }));
+                std::thread::sleep(Duration::from_millis(5));
+            })));
+            let a = rx.recv_timeout(Duration::from_secs(5)).ok();
+            let b = rx.recv_timeout(Duration::from_secs(5)).ok();
+            assert!(a.is_some() && a == b, "B ran on {b:?}, A on {a:?}");
+        }
+        c.stop();
+        Ok(())
+    }
+
+    #[test]
     fn jobs_queued_behind_one_wake_up_still_run_in_parallel() -> Result<()> {
         // Four jobs that each wait until all four have started: they finish
         // only if the one wake-up the burst gets is passed on to every thread.
