@@ -242,17 +242,31 @@ function tableFor(rows, results, footnotes, extraRows = []) {
  * measured in this run: better-sqlite3 in process and over node:http, and
  * local workerd Durable Objects over node:http.
  */
-function summary(results, slowResults, shopRows, slowShopRows) {
+function summary(results, slowResults, shopRows, slowShopRows, device) {
   const rows = [];
   const pair = (label, r) => {
     if (r && ok(r.durable) && ok(r.baseline))
       rows.push([label, formatNumber(r.durable.value), formatNumber(r.baseline.value), 'better-sqlite3, in process', formatRatio(r.durable.value / r.baseline.value)]);
   };
   pair('serial write calls, one worker (/s)', results.serial);
+  // Each side's serial rate as a share of what the device syncs in the same run.
+  const serial = results.serial;
+  if (serial && ok(serial.durable) && ok(serial.baseline) && ok(device)) {
+    const share = (v) => `${Math.round((v / device.value) * 100)}%`;
+    rows.push([
+      'serial write calls ÷ the device’s syncs/s',
+      share(serial.durable.value),
+      share(serial.baseline.value),
+      'better-sqlite3, in process',
+      formatRatio(serial.durable.value / serial.baseline.value),
+    ]);
+  }
   pair('64 concurrent write calls, one worker (/s)', results.burst);
   pair('read-only calls on resident state, 64 concurrent (/s)', results.read);
   pair(`collection get by id, one hot worker (/s)`, results.docGet);
   pair(`collection find of ${DOCS.findLimit}, indexed, one hot worker (/s)`, results.docFind);
+  pair('RSS per open worker, read and written (KB; lower is better)', results.rssRead);
+  pair('new workers, one write each (/s)', results.create);
   if (slowResults) pair('64 concurrent writes, emulated 5 ms device (/s)', slowResults.burst);
   for (const [shopRowsOf, where] of [
     [shopRows, ''],
@@ -268,6 +282,12 @@ function summary(results, slowResults, shopRows, slowShopRows) {
       const other = find(re);
       if (dw && other)
         rows.push([`shop journeys/s, 32 customers${where}`, formatNumber(dw.journeysPerSec), formatNumber(other.journeysPerSec), label, formatRatio(dw.journeysPerSec / other.journeysPerSec)]);
+    }
+    // What a journey costs the server: journeys per second of its CPU.
+    const base = find(/^better-sqlite3/);
+    const perCpu = (r) => (r && r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : null);
+    if (where === '' && perCpu(dw) !== null && perCpu(base) !== null) {
+      rows.push(['shop journeys per server CPU-second', formatNumber(perCpu(dw)), formatNumber(perCpu(base)), 'better-sqlite3 over node:http', formatRatio(perCpu(dw) / perCpu(base))]);
     }
   }
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio'], rows, ['left', 'right', 'right', 'left', 'right']);
@@ -447,7 +467,7 @@ async function main() {
       `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
     `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
     '',
-    summary(results, slow.results, shopRows, slowShopRows),
+    summary(results, slow.results, shopRows, slowShopRows, device),
     '',
     tableFor(mainRows(plan), results, footnotes),
     '',

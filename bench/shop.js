@@ -168,17 +168,18 @@ function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
       (slowMs > 0 ? `on the emulated ${slowMs} ms device (+${slowMs} ms per fsync)` : `device ${formatNumber(device.syncsPerSec)} syncs/s`),
     '',
     renderTable(
-      ['system', 'journeys/s', 'p50', 'p99', 'server CPU', 'driver CPU', 'ratio'],
+      ['system', 'journeys/s', 'p50', 'p99', 'server CPU', 'journeys per server CPU-s', 'driver CPU', 'ratio'],
       rows.map((r) => [
         r.name,
         formatNumber(r.journeysPerSec),
         `${formatNumber(r.p50)} ms`,
         `${formatNumber(r.p99)} ms`,
         r.serverCpu == null ? '–' : `${Math.round(r.serverCpu * 100)}%`,
+        r.serverCpu > 0 ? formatNumber(r.journeysPerSec / r.serverCpu) : '–',
         r.driverCpu == null ? '–' : `${Math.round(r.driverCpu * 100)}%`,
         formatRatio(r.journeysPerSec / base),
       ]),
-      ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
     'CPU: of one core over the measured window (100% = one core busy throughout); the driver is this process, checking every answer.',
     ...curveTable,
@@ -233,7 +234,7 @@ async function main() {
   });
   console.log(report(r));
   if (values.json) {
-    const rows = r.rows.map(({ name, journeysPerSec, p50, p99, points }) => ({ name, journeysPerSec, p50, p99, points }));
+    const rows = r.rows.map(({ name, journeysPerSec, p50, p99, serverCpu, points }) => ({ name, journeysPerSec, p50, p99, serverCpu, points }));
     fs.writeFileSync(values.json, JSON.stringify({ customers: r.customers, seconds: r.seconds, device: r.device, rows }));
   }
   if (values.svg && curve.length > 0) {
