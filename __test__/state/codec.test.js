@@ -103,3 +103,13 @@ test('an unknown tag is refused by name, listing the tags this build reads', (t)
   t.is(err.code, 'ERR_DURABLE_STATE_FORMAT');
   t.regex(err.message, /Box "b", key "k".*tag 9.*tags 1 and 2/);
 });
+
+test('a getter that throws is reported as ERR_DURABLE_UNCLONEABLE, as a clone reports it, not as the raw error', (t) => {
+  const value = {
+    get boom() {
+      throw new Error('no');
+    },
+  };
+  const err = t.throws(() => encodeValue(value, where, MiB));
+  t.is(err.code, 'ERR_DURABLE_UNCLONEABLE');
+});

@@ -69,10 +69,14 @@ function isPlainData(value, seen) {
  * @returns {{ tag: number, bytes: Buffer }}
  */
 function encodeValue(value, where, max) {
-  if (isPlainData(value, new Set())) {
-    const bytes = Buffer.from(JSON.stringify(value));
-    if (bytes.length <= max) return { tag: TAG_JSON, bytes };
+  let bytes = null;
+  try {
+    if (isPlainData(value, new Set())) bytes = Buffer.from(JSON.stringify(value));
+  } catch {
+    // A getter that throws, or nesting past the stack: the clone below meets
+    // the same and reports it as ERR_DURABLE_UNCLONEABLE, as it always has.
   }
+  if (bytes !== null && bytes.length <= max) return { tag: TAG_JSON, bytes };
   return { tag: TAG_V8, bytes: encode(value, where) };
 }
 
