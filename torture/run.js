@@ -2,6 +2,7 @@
 // npm run torture -- --rounds N [--seed S] [--seconds-per-round X] [--dir D] [--fresh] [--sync-ms M] [--quiet]
 //                      (--quiet: only rounds with violations, and a line every 50 rounds)
 //                      [--break ack-early]   (a check of the checker: must report violations)
+//                      [--power-cut drop|chaos]   (power cuts instead of SIGKILL: see below)
 //
 // Crash torture. Each round forks torture/child.js under the slow-sync shim
 // (every fsync takes M ms longer, so a result released before its commit
@@ -24,6 +25,15 @@
 // left, so the files go through hundreds of crashes, recoveries, evictions
 // and alarm-index repairs, as a long-lived deployment's would. --fresh starts
 // each round on an empty directory instead.
+//
+// --power-cut runs the directory on the power-cut file system
+// (__test__/powercut, root and /dev/fuse): each round ends in a power cut,
+// the child SIGKILLed and everything it wrote but did not sync forgotten
+// (`drop`), or a seeded random part of it kept, writes torn at sectors
+// (`chaos`). After a SIGKILL the kernel still holds every write; after a cut
+// only what fsync and directory fsyncs made durable is left. Every round is
+// then `durability: 'full'`: 'relaxed' promises less on power loss, and the
+// checks here are the full promise.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -45,6 +55,7 @@ const { values: args } = parseArgs({
     'sync-ms': { type: 'string', default: '5' },
     quiet: { type: 'boolean', default: false },
     break: { type: 'string' },
+    'power-cut': { type: 'string' },
   },
 });
 
@@ -58,6 +69,11 @@ const ALARM_MAX_MS = 1200;
 /** After the restart, how long an acknowledged alarm has to fire past its time. */
 const ALARM_GRACE_MS = 15_000;
 const READY_TIMEOUT_MS = 30_000;
+const POWER_CUT = args['power-cut'];
+if (POWER_CUT !== undefined && POWER_CUT !== 'drop' && POWER_CUT !== 'chaos') {
+  console.error(`--power-cut is drop or chaos, got ${JSON.stringify(POWER_CUT)}`);
+  process.exit(2);
+}
 const ALL_WORKERS = [...Array.from({ length: W.WORKERS }, (_, i) => W.workerId(i)), W.WIPER];
 
 function positive(name, v) {
@@ -78,7 +94,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * it has exited and its channel has closed, so every acknowledgement it sent
  * has arrived.
  */
-async function runChild(spec, killAfterMs, early) {
+async function runChild(spec, killAfterMs, early, power) {
   const child = fork(path.join(__dirname, 'child.js'), [JSON.stringify(spec)], {
     env: slowSyncEnv(SYNC_MS),
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -86,9 +102,13 @@ async function runChild(spec, killAfterMs, early) {
   const got = { acked: new Map(), refused: 0, violations: [], preloaded: null, readyAt: 0, killedAt: 0 };
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
+  // With a power-cut mount, the kill is a cut: the child dies first, then
+  // the file system forgets, then it is mounted again (awaited below).
+  let cut = null;
   const kill = () => {
     if (got.killedAt === 0) got.killedAt = Date.now();
-    child.kill('SIGKILL');
+    if (power === null) child.kill('SIGKILL');
+    else cut ??= power.cut([child]);
   };
   // An early kill lands anywhere from the fork on: while the host opens,
   // recovers the files the last kill left, reconciles the alarm index.
@@ -109,6 +129,7 @@ async function runChild(spec, killAfterMs, early) {
   });
   const [[code, signal]] = await Promise.all([once(child, 'exit'), once(child, 'disconnect'), once(child.stderr, 'end')]);
   clearTimeout(notReady);
+  if (cut !== null) got.cut = await cut;
   if (signal !== 'SIGKILL') got.violations.push(`the child ended by itself (code ${code}, signal ${signal}): ${stderr.trim()}`);
   if (got.preloaded === false) got.violations.push('the child did not run under the slow-sync shim');
   return got;
@@ -369,8 +390,17 @@ async function checkAlarms(host, intents, acked, issued, violations) {
 
 async function main() {
   const base = args.dir ? path.resolve(args.dir) : fs.mkdtempSync(path.join(os.tmpdir(), 'dw-torture-'));
-  const dir = path.join(base, 'data');
   fs.mkdirSync(base, { recursive: true });
+  // The data lives on the power-cut mount; the intents stay outside it (the
+  // child logs each call before making it, and that log must outlive a cut).
+  let power = null;
+  if (POWER_CUT !== undefined) {
+    const powercut = require('../__test__/helpers/powercut');
+    const can = powercut.available();
+    if (!can.ok) throw new Error(`--power-cut needs the power-cut file system: ${can.reason}`);
+    power = await powercut.mount({ backing: path.join(base, 'backing'), mountpoint: path.join(base, 'mnt'), mode: POWER_CUT, seed: W.rng(`${SEED}/power-cut`).int(2 ** 31) });
+  }
+  const dir = path.join(power === null ? base : power.mountpoint, 'data');
   const rand = W.rng(`${SEED}/parent`);
   const started = Date.now();
   const totals = { ops: 0, alarms: 0, intents: 0, refused: 0, violations: 0 };
@@ -390,7 +420,10 @@ async function main() {
     for (const m of baseline.values()) for (const x of m.values()) if (x !== null) firstRound = Math.max(firstRound, Math.floor(Math.abs(x) / W.STEP_BASE) + 1);
   }
 
-  console.log(`torture: ${ROUNDS} rounds, seed ${SEED}, up to ${SECONDS} s a round, fsync +${SYNC_MS} ms, ${args.fresh ? 'a fresh directory each round' : `directory carried across rounds`} (${dir})`);
+  console.log(
+    `torture: ${ROUNDS} rounds, seed ${SEED}, up to ${SECONDS} s a round, fsync +${SYNC_MS} ms, ${args.fresh ? 'a fresh directory each round' : `directory carried across rounds`} (${dir})` +
+      (power === null ? '' : `; each round ends in a power cut (${POWER_CUT})`),
+  );
   for (let r = 0; r < ROUNDS; r++) {
     const round = firstRound + r;
     const t0 = Date.now();
@@ -399,7 +432,8 @@ async function main() {
       baseline = new Map();
     }
     const maxLive = rand.chance(0.5) ? 6 : 128;
-    const durability = rand.chance(0.25) ? 'relaxed' : 'full';
+    const relaxed = rand.chance(0.25); // drawn either way: a seed picks the same rounds with or without --power-cut
+    const durability = relaxed && power === null ? 'relaxed' : 'full';
     const shards = rand.chance(0.25);
     const early = rand.chance(0.1);
     const killAfterMs = early ? rand.int(300) : Math.round((0.1 + 0.9 * rand.next()) * SECONDS * 1000);
@@ -407,7 +441,7 @@ async function main() {
     fs.writeFileSync(intentsFile, '');
     issued.set(`round:${round}`, true);
     const spec = { dir, intents: intentsFile, round, seed: SEED, maxLive, durability, shards, alarmMinMs: ALARM_MIN_MS, alarmMaxMs: ALARM_MAX_MS, break: args.break };
-    const got = await runChild(spec, killAfterMs, early);
+    const got = await runChild(spec, killAfterMs, early, power);
     const violations = [...got.violations];
     const intents = readIntents(intentsFile);
     for (const it of intents) {
@@ -439,7 +473,8 @@ async function main() {
     totals.violations += violations.length;
     if (!args.quiet || violations.length > 0) {
       console.log(
-        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: killed ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}${shards ? ', 2 shards' : ''}); ` +
+        `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: ${power === null ? 'killed' : 'power cut'} ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}${shards ? ', 2 shards' : ''}` +
+          `${got.cut ? `; ${got.cut.droppedWrites} unsynced writes forgotten, ${got.cut.appliedWrites} kept, ${got.cut.tornWrites} torn, ${got.cut.droppedDirOps} directory changes forgotten` : ''}); ` +
           `${intents.length} calls, ${got.acked.size} acknowledged, ${got.refused} refused as planned; checked ${ops} writes, ${alarms} alarms, ${files} files; ` +
           `${violations.length} violations; ${Date.now() - t0} ms`,
       );
@@ -454,9 +489,10 @@ async function main() {
     `\n${ROUNDS} rounds in ${secs} s; acknowledged operations checked: ${totals.ops + totals.alarms} ` +
       `(${totals.ops} writes, ${totals.alarms} alarms; ${totals.intents} calls made); violations: ${totals.violations}`,
   );
-  console.log(`seed ${SEED}: npm run torture -- --rounds ${ROUNDS} --seed ${SEED}${args.fresh ? ' --fresh' : ''}`);
+  console.log(`seed ${SEED}: npm run torture -- --rounds ${ROUNDS} --seed ${SEED}${args.fresh ? ' --fresh' : ''}${power === null ? '' : ` --power-cut ${POWER_CUT}`}`);
+  if (power !== null) await power.unmount();
   if (totals.violations > 0) {
-    console.log(`the directory is kept: ${base}`);
+    console.log(`the directory is kept: ${power === null ? base : path.join(base, 'backing')}`);
     process.exitCode = 1;
   } else if (!args.dir) fs.rmSync(base, { recursive: true, force: true });
 }
