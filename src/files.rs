@@ -8,21 +8,37 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::layout;
 
-/// Removes a worker's file and its sidecars; true if the file existed.
+/// Removes a worker's file and its sidecars, then syncs their directory if
+/// anything was removed, so a removal once returned stays done after a power
+/// loss (an unlink is a change of the directory, lost unless it is synced);
+/// true if the file existed.
 pub fn remove_files(path: &Path) -> Result<bool> {
-    let existed = match fs::remove_file(path) {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(format!("remove {}", path.display()), e)),
-    };
-    for side in layout::sidecars(path) {
-        match fs::remove_file(&side) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("remove {}", side.display()), e)),
+    let existed = remove_if_present(path)?;
+    let removed = remove_sidecars(path)? || existed;
+    if removed {
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
         }
     }
     Ok(existed)
+}
+
+/// Removes the files SQLite may keep beside `path` (not `path` itself, and
+/// without syncing their directory); true if any was there.
+pub fn remove_sidecars(path: &Path) -> Result<bool> {
+    let mut removed = false;
+    for side in layout::sidecars(path) {
+        removed |= remove_if_present(&side)?;
+    }
+    Ok(removed)
+}
+
+fn remove_if_present(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(format!("remove {}", path.display()), e)),
+    }
 }
 
 /// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each

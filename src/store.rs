@@ -30,7 +30,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
-use crate::files::{create_dirs_synced, remove_files, sync_dir};
+use crate::files::{create_dirs_synced, remove_files, remove_sidecars, sync_dir};
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
@@ -248,14 +248,21 @@ impl WorkerFile {
             conn.close().map_err(|(_, e)| e)
         };
         build().map_err(|e| Error::sqlite("create worker", path, e))?;
-        if durability == Durability::Full {
-            fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
-        }
+        // Synced under either durability: with 'relaxed' the rename is not
+        // synced here, but the directory is synced by SQLite at the first sync
+        // of the file's new WAL (its header, at the next write), and a name
+        // made durable for unsynced data is an empty worker file after a power
+        // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
+        fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
+        // A log left at the target would be replayed into the new file: a
+        // delete cut short by a power loss can keep the unlink of a worker's
+        // file and lose that of its log. Its removal is synced with the rename.
+        let stale = remove_sidecars(path)?;
         fs::rename(&tmp, path)
             .map_err(|e| Error::io(format!("rename into {}", path.display()), e))?;
-        if durability == Durability::Full {
+        if durability == Durability::Full || stale {
             sync_dir(parent)?;
         }
         Ok(())
@@ -600,6 +607,42 @@ mod tests {
         let (_, page) = WorkerFile::open(&path, "Cart", "a/b", Durability::Full, &NONE)?
             .ok_or(Error::Closed)?;
         assert!(page.alarms.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_log_left_at_a_new_workers_path_is_not_replayed_into_its_file() -> Result<()> {
+        // The log of an earlier worker under the same id, with a commit not
+        // yet checkpointed: what a delete cut short by a power loss can leave.
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "again");
+        let first = Batch {
+            sets: vec![row("x", b"old")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "again", Durability::Full, &NONE, &first)?;
+        let (mut f, _) = WorkerFile::open(&path, "Cart", "again", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
+        let more = Batch {
+            sets: vec![row("x", b"older"), row("gone", b"1")],
+            ..Batch::default()
+        };
+        f.write(&NONE, &more)?.sync(&path)?;
+        let wal = layout::sidecars(&path)[0].clone();
+        let frames = fs::read(&wal).map_err(|e| Error::io("read log", e))?;
+        assert!(frames.len() > 32, "the log holds the commit");
+        f.abandon();
+        remove_files(&path)?;
+        fs::write(&wal, &frames).map_err(|e| Error::io("leave log", e))?;
+
+        let fresh = Batch {
+            sets: vec![row("y", b"new")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "again", Durability::Full, &NONE, &fresh)?;
+        let (_, page) = WorkerFile::open(&path, "Cart", "again", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
+        assert_eq!(page.rows, vec![row("y", b"new")]);
         Ok(())
     }
 

@@ -1,0 +1,91 @@
+'use strict';
+// Worker classes for files/powercut.test.js and its child program
+// (powercut-child.js), shared so the parent reopening a directory after a
+// power cut sees the class names the child wrote.
+const { DurableWorker } = require('../..');
+
+/** A counter: each inc() is one write, and its result says which. */
+class Counter extends DurableWorker {
+  async inc() {
+    const n = (this.state.get('n') ?? 0) + 1;
+    this.state.set('n', n);
+    return n;
+  }
+
+  async value() {
+    return this.state.get('n') ?? 0;
+  }
+}
+
+/** A plain key/value worker, deleted whole by host.delete or wipe(). */
+class Cell extends DurableWorker {
+  async put(key, value) {
+    this.state.set(key, value);
+  }
+
+  async read(key) {
+    return this.state.get(key);
+  }
+
+  async keys() {
+    return [...this.state.keys()];
+  }
+
+  async wipe() {
+    await this.state.deleteAll();
+  }
+}
+
+/** How many documents transaction `seq` puts (1 to 7: some span several pages). */
+const docsOf = (seq) => (seq % 7) + 1;
+/** Documents of about 1.5 KB, so a transaction spans pages a cut can tear. */
+const PAD = 'x'.repeat(1500);
+
+/** Documents and keys written together by one transaction. */
+class Books extends DurableWorker {
+  static collections = { entries: { seq: 'integer' } };
+
+  /** Transaction `seq`: docsOf(seq) documents, `last` and `docs`, all or nothing. */
+  async post(seq) {
+    return this.state.transaction(async () => {
+      const entries = this.state.collection('entries');
+      const n = docsOf(seq);
+      for (let k = 0; k < n; k++) entries.put(`s${seq}-${k}`, { seq, k, pad: PAD });
+      this.state.set('last', seq);
+      this.state.set('docs', (this.state.get('docs') ?? 0) + n);
+      return seq;
+    });
+  }
+
+  async last() {
+    return this.state.get('last') ?? 0;
+  }
+
+  async read() {
+    const entries = this.state.collection('entries');
+    const docs = await entries.find();
+    const seqs = new Map();
+    for (const d of docs) seqs.set(d.seq, (seqs.get(d.seq) ?? 0) + 1);
+    return {
+      last: this.state.get('last') ?? 0,
+      docs: this.state.get('docs') ?? 0,
+      count: await entries.count(),
+      seqs: [...seqs.entries()].sort((a, b) => a[0] - b[0]),
+    };
+  }
+}
+
+/** Named alarms, set far in the future (they never fire during a test). */
+class Clock extends DurableWorker {
+  async arm(name, at) {
+    await this.state.setAlarm(at, { name });
+  }
+
+  async when(name) {
+    return this.state.getAlarm(name);
+  }
+
+  async alarm() {}
+}
+
+module.exports = { Counter, Cell, Books, Clock, docsOf };
