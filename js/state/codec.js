@@ -130,4 +130,4 @@ function clone(value, where) {
   }
 }
 
-module.exports = { TAG_V8, TAG_JSON, encode, encodeValue, decode, clone, isPrimitive, isPlainData };
+module.exports = { TAG_V8, TAG_JSON, encode, encodeValue, decode, clone, isPrimitive };
