@@ -64,7 +64,8 @@ pub enum Op {
     /// `alarms` indexed alarms of any class.
     Summary { alarms: u32 },
     /// Records workers found on disk, with their earliest alarm (or none),
-    /// in one transaction: the repair of a lost or damaged catalog.
+    /// in one transaction that also clears an owed rebuild: the repair of a
+    /// lost or damaged catalog.
     Rebuild {
         workers: Vec<(String, String, Option<i64>)>,
     },
@@ -97,6 +98,7 @@ pub struct Catalog {
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     commits: Arc<AtomicU64>,
+    needs_rebuild: bool,
 }
 
 impl Catalog {
@@ -109,24 +111,8 @@ impl Catalog {
             .map_err(|e| relabel_lock(e, dir))?;
         // The first write transaction takes the exclusive lock, and exclusive
         // locking mode keeps it until the connection closes or the process dies.
-        conn.execute_batch(
-            "BEGIN IMMEDIATE;
-             CREATE TABLE IF NOT EXISTS workers(
-               class TEXT NOT NULL,
-               id TEXT NOT NULL,
-               created_at INTEGER NOT NULL,
-               PRIMARY KEY (class, id)
-             ) WITHOUT ROWID;
-             CREATE TABLE IF NOT EXISTS alarm_index(
-               class TEXT NOT NULL,
-               id TEXT NOT NULL,
-               at INTEGER NOT NULL,
-               PRIMARY KEY (class, id)
-             ) WITHOUT ROWID;
-             CREATE INDEX IF NOT EXISTS alarm_index_by_time ON alarm_index(class, at);
-             COMMIT;",
-        )
-        .map_err(|e| relabel_lock(sqlite::classify_lock(e, &path), dir))?;
+        let needs_rebuild = create_schema(&conn, dir)
+            .map_err(|e| relabel_lock(sqlite::classify_lock(e, &path), dir))?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let commits = Arc::new(AtomicU64::new(0));
@@ -139,7 +125,15 @@ impl Catalog {
             queue: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             commits,
+            needs_rebuild,
         })
+    }
+
+    /// Whether the worker files hold workers this catalog has not recorded:
+    /// it was made new (or found never written) beside them, and no
+    /// [`Op::Rebuild`] has committed since. Answered at open.
+    pub fn needs_rebuild(&self) -> bool {
+        self.needs_rebuild
     }
 
     /// Queues `op` and waits for the commit that carries it.
@@ -180,6 +174,63 @@ impl Catalog {
 impl Drop for Catalog {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Creates the tables if missing and answers whether a rebuild is owed.
+///
+/// A catalog made while worker files exist must be rebuilt from them before
+/// anything trusts it, and the rebuild is a second commit: a crash between
+/// the two would leave a catalog that exists, lists nothing, and is trusted
+/// by every later open (their workers unlisted, their alarms never fired).
+/// So the owed rebuild is recorded in the very transaction that makes the
+/// tables, and only the rebuild's own transaction clears it. A catalog file
+/// with no tables (a crash before its first commit) counts as made now.
+fn create_schema(conn: &Connection, dir: &Path) -> rusqlite::Result<bool> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let made = (|| {
+        let fresh: bool = conn.query_row(
+            "SELECT count(*) = 0 FROM sqlite_schema WHERE type = 'table' AND name = 'workers'",
+            [],
+            |r| r.get(0),
+        )?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS workers(
+               class TEXT NOT NULL,
+               id TEXT NOT NULL,
+               created_at INTEGER NOT NULL,
+               PRIMARY KEY (class, id)
+             ) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS alarm_index(
+               class TEXT NOT NULL,
+               id TEXT NOT NULL,
+               at INTEGER NOT NULL,
+               PRIMARY KEY (class, id)
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS alarm_index_by_time ON alarm_index(class, at);
+             CREATE TABLE IF NOT EXISTS catalog_state(k TEXT PRIMARY KEY, v) WITHOUT ROWID;",
+        )?;
+        if fresh && crate::repair::has_workers(dir) {
+            conn.execute(
+                "INSERT OR REPLACE INTO catalog_state(k, v) VALUES ('rebuild', 1)",
+                [],
+            )?;
+        }
+        conn.query_row(
+            "SELECT count(*) > 0 FROM catalog_state WHERE k = 'rebuild'",
+            [],
+            |r| r.get(0),
+        )
+    })();
+    match made {
+        Ok(owed) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(owed)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
     }
 }
 
@@ -337,6 +388,8 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
                     },
                 )?;
             }
+            conn.prepare_cached("DELETE FROM catalog_state WHERE k = 'rebuild'")?
+                .execute([])?;
             Ok(Reply::Done)
         }
         Op::Summary { alarms } => {

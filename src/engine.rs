@@ -54,8 +54,6 @@ impl Engine {
     /// Creates `dir` if needed and takes ownership of it.
     pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
         crate::files::create_dirs_synced(dir)?;
-        let lost =
-            !dir.join(crate::layout::REGISTRY_FILE).exists() && crate::repair::has_workers(dir);
         let catalog = Catalog::open(dir, durability).map_err(|e| match e {
             Error::Corrupt { path, detail } => Error::Corrupt {
                 path,
@@ -66,9 +64,10 @@ impl Engine {
             },
             e => e,
         })?;
-        // A catalog deleted under worker files: rebuilt from the files, which
-        // each hold their own class, id and alarms.
-        if lost {
+        // A catalog lost (deleted, or made and never filled) under worker
+        // files: rebuilt from the files, which each hold their own class, id
+        // and alarms.
+        if catalog.needs_rebuild() {
             crate::repair::rebuild(dir, durability, &catalog)?;
         }
         Ok(Engine {

@@ -191,6 +191,60 @@ mod tests {
         Ok(())
     }
 
+    /// One worker file, C:a, with an alarm at 500.
+    fn one_worker(dir: &Path) -> Result<()> {
+        let batch = Batch {
+            alarms: vec![Alarm {
+                name: String::new(),
+                at: 500,
+                attempt: 0,
+                scheduled: 500,
+            }],
+            ..Batch::default()
+        };
+        let schema = crate::collections::Schema::default();
+        let path = layout::worker_path(dir, "C", "a");
+        WorkerFile::create(&path, "C", "a", Durability::Full, &schema, &batch)?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_catalog_made_beside_worker_files_owes_a_rebuild_until_one_commits() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let dir = tmp.path();
+        one_worker(dir)?;
+        // Made, then closed before its rebuild (a crash between the two).
+        let made = Catalog::open(dir, Durability::Full)?;
+        assert!(made.needs_rebuild());
+        made.close();
+        let again = Catalog::open(dir, Durability::Full)?;
+        assert!(again.needs_rebuild(), "the owed rebuild outlives the crash");
+        rebuild(dir, Durability::Full, &again)?;
+        again.close();
+        let after = Catalog::open(dir, Durability::Full)?;
+        assert!(!after.needs_rebuild());
+        let next = after.call_blocking(Op::AlarmNext {
+            classes: vec!["C".into()],
+        })?;
+        assert_eq!(next, Reply::Next(Some(500)));
+        Ok(())
+    }
+
+    #[test]
+    fn an_empty_catalog_file_beside_worker_files_owes_a_rebuild() -> Result<()> {
+        // What a power cut leaves when the file's name was kept and its first
+        // commit was not.
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let dir = tmp.path();
+        one_worker(dir)?;
+        fs::write(dir.join(REGISTRY_FILE), b"").map_err(|e| Error::io("write", e))?;
+        assert!(Catalog::open(dir, Durability::Full)?.needs_rebuild());
+        // Without worker files there is nothing to owe.
+        let empty = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        assert!(!Catalog::open(empty.path(), Durability::Full)?.needs_rebuild());
+        Ok(())
+    }
+
     #[test]
     fn a_damaged_catalog_is_moved_aside() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;

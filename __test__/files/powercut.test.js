@@ -8,181 +8,26 @@
 // checks every SQLite file of the directory (PRAGMA integrity_check, on a
 // copy, before anything opens it), reopens the directory with open({ dir })
 // and checks that every acknowledged operation is there and no transaction
-// is there in part. Each test runs ROUNDS rounds on one directory, so later
-// rounds also start from what earlier cuts left.
+// is there in part. Each test runs several rounds on one directory, so later
+// rounds also start from what earlier cuts left (helpers/powercut-rounds.js
+// says how to soak and replay).
 //
 // A SIGKILL alone (files/crash.test.js) leaves every write in the kernel and
 // so cannot tell whether anything was synced; this can.
-//
-// DW_POWERCUT_ROUNDS=n runs n rounds per test (a soak); DW_POWERCUT_SEED=s
-// sets the base seed. A failure prints its seed, round, delay and the cut's
-// report: the chaos choices replay from the seed (round r is cut with seed
-// + r), the moment of the cut only roughly (it is a wall-clock delay).
 const test = require('ava');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-const { fork } = require('node:child_process');
-const Database = require('better-sqlite3');
-const { open } = require('../..');
-const { available, mount } = require('../helpers/powercut');
-const { tmpDir } = require('../helpers/tmp');
+const { available } = require('../helpers/powercut');
+const { BASE_SEED, engineCuts, must } = require('../helpers/powercut-rounds');
 const { Counter, Cell, Books, Clock, docsOf } = require('../helpers/powercut-workers');
-
-const CHILD = path.join(__dirname, '..', 'helpers', 'powercut-child.js');
-const ROUNDS = Number(process.env.DW_POWERCUT_ROUNDS ?? 5);
-const BASE_SEED = Number(process.env.DW_POWERCUT_SEED ?? 20261202);
-/** The cut comes this long after the child's first acknowledgement: MIN_DELAY + [0, SPREAD) ms. */
-const MIN_DELAY = 5;
-const SPREAD = 400;
 
 const can = available();
 const powerTest = can.ok ? test.serial : test.skip;
 if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
-
-/** A small seeded generator (mulberry32), for the moments of the cuts. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Starts the child; resolves once it says it is writing, rejects if it ends first. */
-function startChild(t, scenario, dir, round, durability, ackFile) {
-  const child = fork(CHILD, [scenario, dir, String(round), durability], {
-    env: { ...process.env, ACK_FILE: ackFile },
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
-  const out = { child, stderr: '' };
-  child.stderr.setEncoding('utf8').on('data', (s) => (out.stderr += s));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  out.ready = new Promise((resolve, reject) => {
-    child.on('message', (msg) => msg.ready && resolve());
-    child.on('exit', (code, signal) => reject(new Error(`the child ended before it was ready (code ${code}, signal ${signal}):\n${out.stderr}`)));
-  });
-  return out;
-}
-
-/** The acknowledgement lines a child wrote, split into words (a torn last line is dropped). */
-function readAcks(file) {
-  if (!fs.existsSync(file)) return [];
-  const text = fs.readFileSync(file, 'utf8');
-  const lines = text.split('\n');
-  lines.pop(); // after the last newline: empty, or a line the kill cut short
-  return lines.map((l) => l.split(' '));
-}
-
-/** Every SQLite database under `dir` (worker files and the catalog; not sidecars or files being built). */
-function databases(dir) {
-  return fs
-    .readdirSync(dir, { recursive: true })
-    .filter((rel) => rel.endsWith('.db'))
-    .map((rel) => path.join(dir, rel))
-    .filter((file) => fs.statSync(file).isFile());
-}
-
-/**
- * PRAGMA integrity_check of every database under `dir`, each on a copy (with
- * its -wal and -journal) so that recovering it here changes nothing the
- * engine will open. Returns the problems, as "file: message" lines.
- */
-function integrity(dir) {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-integrity-'));
-  const problems = [];
-  try {
-    for (const file of databases(dir)) {
-      const copy = path.join(scratch, 'x.db');
-      for (const f of fs.readdirSync(scratch)) fs.rmSync(path.join(scratch, f));
-      fs.copyFileSync(file, copy);
-      for (const side of ['-wal', '-journal']) if (fs.existsSync(file + side)) fs.copyFileSync(file + side, copy + side);
-      const rel = path.relative(dir, file);
-      try {
-        const db = new Database(copy);
-        try {
-          const result = db.pragma('integrity_check', { simple: false }).map((r) => r.integrity_check);
-          if (result.length !== 1 || result[0] !== 'ok') problems.push(`${rel}: ${result.join('; ')}`);
-          if (!rel.startsWith('_registry') && fs.statSync(file).size === 0 && !fs.existsSync(file + '-wal')) problems.push(`${rel}: empty`);
-        } finally {
-          db.close();
-        }
-      } catch (err) {
-        problems.push(`${rel}: ${err.message}`);
-      }
-    }
-  } finally {
-    fs.rmSync(scratch, { recursive: true, force: true });
-  }
-  return problems;
-}
 
 /** ids(Class) as a Set. */
 async function idsOf(host, Class) {
   const out = new Set();
   for await (const id of host.ids(Class)) out.add(id);
   return out;
-}
-
-/**
- * Runs ROUNDS rounds of `scenario` on one directory of a power-cut mount in
- * `mode`: start the child, cut at a random moment, check integrity, reopen,
- * `check(t, host, acks, memo, where)`. `memo` carries what earlier rounds
- * established; `where` names the round for messages.
- */
-async function powerCuts(t, { scenario, mode, seed, durability = 'full', check }) {
-  t.timeout(120_000);
-  const root = tmpDir(t);
-  const m = await mount({ backing: path.join(root, 'backing'), mountpoint: path.join(root, 'mnt'), mode, seed });
-  t.teardown(() => m.unmount());
-  const dir = path.join(m.mountpoint, 'data');
-  const rand = prng(seed);
-  const memo = {};
-  for (let round = 0; round < ROUNDS; round++) {
-    const ackFile = path.join(root, `acks-${round}`);
-    const delay = MIN_DELAY + Math.floor(rand() * SPREAD);
-    const run = startChild(t, scenario, dir, round, durability, ackFile);
-    m.register(run.child);
-    await run.ready;
-    await sleep(delay);
-    if (run.child.exitCode !== null) t.fail(`the child exited by itself (code ${run.child.exitCode}):\n${run.stderr}`);
-    const report = await m.cut([run.child]);
-    const acks = readAcks(ackFile);
-    const where = `${scenario}, ${mode}, seed ${seed}, round ${round} (cut ${delay} ms in, ${acks.length} acks, ${JSON.stringify(report)})`;
-    t.log(where);
-    if (run.stderr.trim() !== '') t.log(`child stderr: ${run.stderr.trim()}`);
-    t.true(acks.length > 0, `${where}: the child acknowledged something before the cut`);
-    t.deepEqual(integrity(dir), [], `${where}: PRAGMA integrity_check`);
-    let host;
-    try {
-      host = await open({ dir, durability });
-    } catch (err) {
-      t.fail(`${where}: open({ dir }) after the cut: ${err.code} ${err.message}`);
-      return;
-    }
-    try {
-      await check(t, host, acks, memo, where);
-    } finally {
-      await host.close();
-    }
-  }
-}
-
-/** A call that must not fail; its failure is reported with the round. */
-async function must(t, where, what, p) {
-  try {
-    return await p;
-  } catch (err) {
-    t.fail(`${where}: ${what}: ${err.code ?? ''} ${err.message}`);
-    return undefined;
-  }
 }
 
 /** Counters: the last value acknowledged (and every earlier one) is there, and nothing beyond what was in flight. */
@@ -280,7 +125,7 @@ const SCENARIOS = [
 SCENARIOS.forEach(([title, scenario, check], i) => {
   for (const [j, mode] of ['drop', 'chaos'].entries()) {
     const seed = BASE_SEED + 1000 * i + 100 * j;
-    powerTest(`power cut (${mode}): ${title}`, (t) => powerCuts(t, { scenario, mode, seed, check }));
+    powerTest(`power cut (${mode}): ${title}`, (t) => engineCuts(t, { scenario, mode, seed, check }));
   }
 });
 
@@ -309,6 +154,6 @@ async function relaxedCheck(t, host, acks, memo, where) {
 
 for (const [j, mode] of ['drop', 'chaos'].entries()) {
   powerTest(`power cut (${mode}), durability 'relaxed': the directory opens and every worker answers, none left empty`, (t) =>
-    powerCuts(t, { scenario: 'relaxed', mode, seed: BASE_SEED + 9000 + 100 * j, durability: 'relaxed', check: relaxedCheck }),
+    engineCuts(t, { scenario: 'relaxed', mode, seed: BASE_SEED + 9000 + 100 * j, durability: 'relaxed', check: relaxedCheck, catalog: false }),
   );
 }

@@ -18,9 +18,22 @@
 //   alarms    Clock workers, alarms set far in the future: `a <worker> <name> <at>`
 //   relaxed   (durability 'relaxed') new Counter workers r<round>-<i>, each incremented
 //             twice: `c <id> <value>`
+//   churn     Clock workers, 6 callers each setting a new alarm, then deleting their
+//             previous one, at random times (the earliest moves both ways):
+//             `a <worker> <name> <at>`, `x <worker> <name>`
+//   fire      Alarmed workers, alarms due within 300 ms, fired by this process:
+//             `a <worker> <name> <at>`
+//   rebuild   opens the directory, sets an alarm on a new Clock worker, closes,
+//             deletes the catalog, again and again (each open rebuilds it): `a <worker> x <at>`
+//   repair    new Clock workers with alarms, then again and again: damage the
+//             catalog's header, run repair(): `a <worker> x <at>`, `r <workers>`
+//   ledger    Ledger workers whose declaration changes each round (a backfill on
+//             the first wake), posting transactions: `s` (started), `b <worker> <seq>`
 const fs = require('node:fs');
+const path = require('node:path');
 const { open } = require('../..');
-const { Counter, Cell, Books, Clock } = require('./powercut-workers');
+const { repair } = require('../../js/tools/repair');
+const { Counter, Cell, Books, Clock, Alarmed, ledgerClass, ledgerField } = require('./powercut-workers');
 
 const [scenario, dir, round, durability = 'full'] = process.argv.slice(2);
 const ackFd = fs.openSync(process.env.ACK_FILE, 'a');
@@ -33,6 +46,10 @@ const ack = (line) => {
 const forever = 1e9;
 
 const parallel = (n, body) => Promise.all(Array.from({ length: n }, (_, i) => body(i)));
+
+let seed = Number(round) * 7919 + 1;
+/** A seeded generator (an LCG is enough for picking times and workers). */
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 
 const scenarios = {
   async counter(host) {
@@ -63,8 +80,6 @@ const scenarios = {
   },
 
   async evict(host) {
-    let seed = Number(round) * 7919 + 1;
-    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     await parallel(8, async () => {
       for (;;) {
         const w = Math.floor(rand() * 24);
@@ -120,11 +135,93 @@ const scenarios = {
       }
     });
   },
+  async churn(host) {
+    const base = Date.now() + 3_600_000;
+    await parallel(6, async (c) => {
+      const w = `k${c % 3}`;
+      const clock = host.get(Clock, w);
+      for (let n = 0; ; n++) {
+        const name = `r${round}-c${c}-${n}`;
+        const at = base + Math.floor(rand() * 1_000_000);
+        await clock.arm(name, at);
+        ack(`a ${w} ${name} ${at}`);
+        if (n === 0) continue;
+        const previous = `r${round}-c${c}-${n - 1}`;
+        await clock.disarm(previous);
+        ack(`x ${w} ${previous}`);
+      }
+    });
+  },
+
+  async fire(host) {
+    await host.startAlarms({ classes: [Alarmed] });
+    let next = 0;
+    await parallel(4, async () => {
+      for (;;) {
+        const i = next++;
+        const w = `f${i % 6}`;
+        const name = `r${round}-${i}`;
+        const at = Date.now() + Math.floor(rand() * 300);
+        await host.get(Alarmed, w).arm(name, at);
+        ack(`a ${w} ${name} ${at}`);
+      }
+    });
+  },
+};
+
+/** Scenarios that open (and close) the directory themselves. */
+const owners = {
+  async rebuild() {
+    for (let i = 0; ; i++) {
+      const host = await open({ dir, durability });
+      const w = `r${round}-${i}`;
+      const at = Date.now() + 3_600_000 + i;
+      await host.get(Clock, w).arm('x', at);
+      ack(`a ${w} x ${at}`);
+      await host.close();
+      for (const side of ['', '-wal', '-shm']) fs.rmSync(path.join(dir, `_registry.db${side}`), { force: true });
+    }
+  },
+
+  async repair() {
+    const host = await open({ dir, durability });
+    await parallel(10, async (i) => {
+      const w = `r${round}-${i}`;
+      const at = Date.now() + 3_600_000 + i;
+      await host.get(Clock, w).arm('x', at);
+      ack(`a ${w} x ${at}`);
+    });
+    await host.close();
+    for (;;) {
+      // What a damaged disk does to a header: repair() must move it aside.
+      const fd = fs.openSync(path.join(dir, '_registry.db'), 'r+');
+      fs.writeSync(fd, Buffer.alloc(100, 0xa5), 0, 100, 0);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      const report = await repair(dir);
+      ack(`r ${report.workers}`);
+    }
+  },
+
+  async ledger() {
+    const Ledger = ledgerClass(ledgerField(Number(round)));
+    const host = await open({ dir, durability });
+    // Before the first wake, so that a cut can come during the backfill.
+    ack('s');
+    await parallel(4, async (w) => {
+      const l = host.get(Ledger, `l${w}`);
+      for (let seq = (await l.last()) + 1; ; seq++) ack(`b l${w} ${await l.post(seq)}`);
+    });
+  },
 };
 
 (async () => {
   // An orphan (the parent gone) stops instead of writing for ever.
   process.on('disconnect', () => process.exit(3));
+  if (owners[scenario] !== undefined) {
+    await owners[scenario]();
+    process.exit(4);
+  }
   const host = await open({ dir, durability, ...(scenario === 'evict' ? { maxLive: 4 } : {}) });
   await scenarios[scenario](host);
   process.exit(4);

@@ -85,7 +85,69 @@ class Clock extends DurableWorker {
     return this.state.getAlarm(name);
   }
 
+  async disarm(name) {
+    await this.state.deleteAlarm(name);
+  }
+
   async alarm() {}
 }
 
-module.exports = { Counter, Cell, Books, Clock, docsOf };
+/** Alarms due soon; each firing is recorded, with its time, in the worker's state. */
+class Alarmed extends DurableWorker {
+  async arm(name, at) {
+    await this.state.setAlarm(at, { name });
+  }
+
+  /** For each name: [when it last fired (ms) or null, when it is set for or null]. */
+  async seen(names) {
+    return names.map((n) => [this.state.get(`f:${n}`) ?? null, this.state.getAlarm(n)]);
+  }
+
+  async alarm({ name }) {
+    this.state.set(`f:${name}`, Date.now());
+  }
+}
+
+/** Numbered fields every ledger document carries; a round declares one of them. */
+const LEDGER_FIELDS = 4;
+const ledgerField = (round) => `g${round % LEDGER_FIELDS}`;
+
+/**
+ * A Books-like worker whose collection declares `field` besides `seq`: a
+ * declaration that changes from round to round, so each first wake backfills
+ * (and the previous round's field is left inactive).
+ */
+function ledgerClass(field) {
+  return class Ledger extends DurableWorker {
+    static collections = { entries: { seq: 'integer', [field]: 'integer' } };
+
+    async post(seq) {
+      return this.state.transaction(async () => {
+        const entries = this.state.collection('entries');
+        const n = docsOf(seq);
+        const fields = Object.fromEntries(Array.from({ length: LEDGER_FIELDS }, (_, k) => [`g${k}`, seq * 10 + k]));
+        for (let k = 0; k < n; k++) entries.put(`s${seq}-${k}`, { seq, k, ...fields, pad: PAD });
+        this.state.set('last', seq);
+        this.state.set('docs', (this.state.get('docs') ?? 0) + n);
+        return seq;
+      });
+    }
+
+    async last() {
+      return this.state.get('last') ?? 0;
+    }
+
+    /** The stored documents, and how many the declared field's index finds. */
+    async read() {
+      const entries = this.state.collection('entries');
+      return {
+        last: this.state.get('last') ?? 0,
+        docs: this.state.get('docs') ?? 0,
+        count: await entries.count(),
+        indexed: await entries.count({ [field]: { $gte: 0 } }),
+      };
+    }
+  };
+}
+
+module.exports = { Counter, Cell, Books, Clock, Alarmed, ledgerClass, ledgerField, docsOf };
