@@ -18,7 +18,7 @@
 //   alarms    Clock workers, alarms set far in the future: `a <worker> <name> <at>`
 //   relaxed   (durability 'relaxed') new Counter workers r<round>-<i>, each incremented
 //             twice: `c <id> <value>`
-//   churn     Clock workers, 6 callers each setting a new alarm, then deleting their
+//   churn     new Clock workers each round, one per caller, each setting a new alarm, then deleting its
 //             previous one, at random times (the earliest moves both ways):
 //             `a <worker> <name> <at>`, `x <worker> <name>`
 //   fire      Alarmed workers, alarms due within 300 ms, fired by this process:
@@ -138,7 +138,7 @@ const scenarios = {
   async churn(host) {
     const base = Date.now() + 3_600_000;
     await parallel(6, async (c) => {
-      const w = `k${c % 3}`;
+      const w = `r${round}-k${c}`;
       const clock = host.get(Clock, w);
       for (let n = 0; ; n++) {
         const name = `r${round}-c${c}-${n}`;
