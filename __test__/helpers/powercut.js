@@ -232,6 +232,15 @@ class Mount {
     return command(this.socket, 'stats');
   }
 
+  /**
+   * What a cut would lose now, by name: { files: [{ path, writes, bytes }],
+   * entries: [{ path, op: 'create' | 'remove' | 'replace' }] }, paths from
+   * the mount's root.
+   */
+  dirty() {
+    return command(this.socket, 'dirty');
+  }
+
   /** Makes everything durable, like sync(1). */
   async sync() {
     await command(this.socket, 'sync');

@@ -3,6 +3,7 @@
 //! ```text
 //! cut       lose power (drop or chaos), then refuse every operation (EIO)
 //! stats     counters and what a cut would lose now
+//! dirty     what a cut would lose now, by file and directory entry
 //! sync      everything reaches the backing directory, like sync(1)
 //! unmount   a clean unmount: sync (unless cut), detach the mount, exit
 //!           once the kernel lets go of it
@@ -83,6 +84,7 @@ fn answer(daemon: &Daemon, command: &str) -> String {
             Err(e) => error_json(e),
         },
         "stats" => lock(&daemon.model).stats_json(),
+        "dirty" => lock(&daemon.model).dirty_json(),
         "sync" => match lock(&daemon.model).sync_all() {
             Ok(()) => "{\"ok\":true}".to_string(),
             Err(e) => error_json(e),
@@ -92,7 +94,7 @@ fn answer(daemon: &Daemon, command: &str) -> String {
             Err(e) => error_json(e),
         },
         other => error_json(format!(
-            "unknown command {other:?} (cut, stats, sync, unmount)"
+            "unknown command {other:?} (cut, stats, dirty, sync, unmount)"
         )),
     }
 }

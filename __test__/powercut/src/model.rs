@@ -153,6 +153,21 @@ pub struct CutReport {
     pub dropped_dir_ops: usize,
 }
 
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 fn err(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
 }
@@ -1235,6 +1250,83 @@ impl Model {
     }
 
     /// Counters and what a cut would lose now, as one JSON object.
+    /// Every name readers see, as a path from the mount's root, by inode
+    /// (the first name found for a file with several).
+    fn current_paths(&self) -> HashMap<Ino, String> {
+        let mut paths = HashMap::from([(ROOT, String::new())]);
+        let mut todo = vec![ROOT];
+        while let Some(d) = todo.pop() {
+            let Ok(dir) = self.dir(d) else { continue };
+            let base = paths.get(&d).cloned().unwrap_or_default();
+            for (name, &ino) in &dir.current {
+                let path = format!("{base}/{}", name.to_string_lossy());
+                if paths.contains_key(&ino) {
+                    continue;
+                }
+                if self.is_dir(ino) {
+                    todo.push(ino);
+                }
+                paths.insert(ino, path);
+            }
+        }
+        paths
+    }
+
+    /// What a cut would lose now, by name: each file with unsynced writes
+    /// (by a current name, or "(unlinked)"), and each directory entry that
+    /// differs from the synced one ("create", "remove" or "replace").
+    pub fn dirty_json(&self) -> String {
+        let paths = self.current_paths();
+        let name_of = |ino: Ino| {
+            paths
+                .get(&ino)
+                .map(|p| {
+                    if p.is_empty() {
+                        "/".to_string()
+                    } else {
+                        p.clone()
+                    }
+                })
+                .unwrap_or_else(|| "(unlinked)".to_string())
+        };
+        let mut files = Vec::new();
+        let mut entries = Vec::new();
+        for (&ino, node) in &self.inodes {
+            match &node.body {
+                Body::File(d) if d.pending.is_dirty() => files.push(format!(
+                    "{{\"path\":{},\"writes\":{},\"bytes\":{}}}",
+                    json_string(&name_of(ino)),
+                    d.pending.log().len(),
+                    d.pending.pending_bytes()
+                )),
+                Body::Dir(d) if d.loaded => {
+                    for name in self.changed_names(ino).unwrap_or_default() {
+                        let op = match (d.current.get(&name), d.durable.get(&name)) {
+                            (Some(_), None) => "create",
+                            (None, Some(_)) => "remove",
+                            _ => "replace",
+                        };
+                        let path = format!(
+                            "{}/{}",
+                            name_of(ino).trim_end_matches('/'),
+                            name.to_string_lossy()
+                        );
+                        entries.push(format!(
+                            "{{\"path\":{},\"op\":\"{op}\"}}",
+                            json_string(&path)
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        format!(
+            "{{\"ok\":true,\"files\":[{}],\"entries\":[{}]}}",
+            files.join(","),
+            entries.join(",")
+        )
+    }
+
     pub fn stats_json(&self) -> String {
         let mut pending_bytes = 0;
         let mut pending_writes = 0;
@@ -1410,6 +1502,33 @@ mod tests {
         m.open_file(ino).expect("open");
         m.write(ino, 0, content).expect("write");
         ino
+    }
+
+    #[test]
+    fn dirty_names_each_unsynced_file_and_entry_until_synced() {
+        let b = Backing::new();
+        let mut m = open(&b);
+        let d = m.mkdir(ROOT, name("d"), 0o700, 0, 0).expect("mkdir").ino;
+        let f = file(&mut m, d, "f\"q", b"abc");
+        let dirty = m.dirty_json();
+        assert!(
+            dirty.contains(r#"{"path":"/d/f\"q","writes":1,"bytes":3}"#),
+            "{dirty}"
+        );
+        assert!(dirty.contains(r#"{"path":"/d","op":"create"}"#), "{dirty}");
+        assert!(
+            dirty.contains(r#"{"path":"/d/f\"q","op":"create"}"#),
+            "{dirty}"
+        );
+        m.sync(f, true).expect("fdatasync");
+        m.sync(d, false).expect("fsync d");
+        m.sync(ROOT, false).expect("fsync root");
+        assert_eq!(m.dirty_json(), r#"{"ok":true,"files":[],"entries":[]}"#);
+        m.unlink(d, name("f\"q")).expect("unlink");
+        assert_eq!(
+            m.dirty_json(),
+            r#"{"ok":true,"files":[],"entries":[{"path":"/d/f\"q","op":"remove"}]}"#
+        );
     }
 
     #[test]
