@@ -43,6 +43,7 @@ const { parseArgs } = require('node:util');
 const Database = require('better-sqlite3');
 const { open } = require('..');
 const { slowSyncEnv } = require('../__test__/helpers/slowsync');
+const { catalogCheck } = require('../__test__/helpers/powercut-rounds');
 const W = require('./workers');
 
 const { values: args } = parseArgs({
@@ -403,7 +404,7 @@ async function main() {
   const dir = path.join(power === null ? base : power.mountpoint, 'data');
   const rand = W.rng(`${SEED}/parent`);
   const started = Date.now();
-  const totals = { ops: 0, alarms: 0, intents: 0, refused: 0, violations: 0 };
+  const totals = { ops: 0, alarms: 0, indexed: 0, intents: 0, refused: 0, violations: 0 };
   /** alarm name → { w: the worker that set it, ats: the times it was set to }; `round:<r>` marks rounds this run issued. */
   const issued = new Map();
 
@@ -450,6 +451,14 @@ async function main() {
       issued.get(it.name).ats.add(it.at);
     }
 
+    // The catalog as the cut left it, before an open reconciles anything:
+    // every worker file listed, every alarm indexed early or on time.
+    let catalog = null;
+    if (power !== null) {
+      catalog = catalogCheck(dir);
+      violations.push(...catalog.problems);
+      totals.indexed += catalog.alarms;
+    }
     const host = await open({ dir });
     let ops = 0;
     let alarms = 0;
@@ -475,7 +484,7 @@ async function main() {
       console.log(
         `round ${String(r + 1).padStart(String(ROUNDS).length)}/${ROUNDS}: ${power === null ? 'killed' : 'power cut'} ${early ? `${killAfterMs} ms after the fork${got.readyAt ? '' : ', before ready'}` : `after ${got.killedAt - got.readyAt} ms`} (maxLive ${maxLive}, ${durability}${shards ? ', 2 shards' : ''}` +
           `${got.cut ? `; ${got.cut.droppedWrites} unsynced writes forgotten, ${got.cut.appliedWrites} kept, ${got.cut.tornWrites} torn, ${got.cut.droppedDirOps} directory changes forgotten` : ''}); ` +
-          `${intents.length} calls, ${got.acked.size} acknowledged, ${got.refused} refused as planned; checked ${ops} writes, ${alarms} alarms, ${files} files; ` +
+          `${intents.length} calls, ${got.acked.size} acknowledged, ${got.refused} refused as planned; checked ${ops} writes, ${alarms} alarms, ${files} files${catalog === null ? '' : `, ${catalog.alarms} alarm index entries before the open`}; ` +
           `${violations.length} violations; ${Date.now() - t0} ms`,
       );
     }
@@ -487,7 +496,7 @@ async function main() {
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
     `\n${ROUNDS} rounds in ${secs} s; acknowledged operations checked: ${totals.ops + totals.alarms} ` +
-      `(${totals.ops} writes, ${totals.alarms} alarms; ${totals.intents} calls made); violations: ${totals.violations}`,
+      `(${totals.ops} writes, ${totals.alarms} alarms; ${totals.intents} calls made)${power === null ? '' : `; alarm index entries checked against their files before each open: ${totals.indexed}`}; violations: ${totals.violations}`,
   );
   console.log(`seed ${SEED}: npm run torture -- --rounds ${ROUNDS} --seed ${SEED}${args.fresh ? ' --fresh' : ''}${power === null ? '' : ` --power-cut ${POWER_CUT}`}`);
   if (power !== null) await power.unmount();
