@@ -21,6 +21,13 @@ export interface OpenOptions {
   durability?: 'full' | 'relaxed';
   /** Run the worker classes `module` exports on worker threads; storage stays on this thread. */
   shards?: ShardOptions;
+  /**
+   * Serve a control socket (`<dir>/.control.sock`, or one in the private
+   * runtime directory named in `<dir>/.control` when that path is too long)
+   * that `durable-workers inspect` and `top` ask while this process owns the
+   * directory. Read-only; only this user can connect (socket 0600). Default true.
+   */
+  control?: boolean;
 }
 
 /** Options of `open({ shards })`. */
@@ -66,6 +73,7 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_CLOSED'
   | 'ERR_DURABLE_IO'
   | 'ERR_DURABLE_NO_ADDON'
+  | 'ERR_DURABLE_CONTROL'
   | 'ERR_DURABLE_INTERNAL';
 
 /** The codes, by short name. */
@@ -86,6 +94,7 @@ export const codes: Readonly<{
   CLOSED: 'ERR_DURABLE_CLOSED';
   IO: 'ERR_DURABLE_IO';
   NO_ADDON: 'ERR_DURABLE_NO_ADDON';
+  CONTROL: 'ERR_DURABLE_CONTROL';
   INTERNAL: 'ERR_DURABLE_INTERNAL';
 }>;
 
@@ -403,6 +412,13 @@ export interface Host extends EventEmitter {
    */
   startAlarms(options: { classes: WorkerClass[] }): Promise<{ stop(): Promise<void> }>;
   stats(): HostStats;
+  /**
+   * The host's metrics in the Prometheus text exposition format (0.0.4):
+   * calls, latencies, refusals, commits, syncs, bytes, alarms, evictions,
+   * shard losses and gauges of what is open, labelled by class, method, code
+   * and eviction reason (never the worker id). See docs/operating.md.
+   */
+  metrics(): string;
   /** Finishes queued calls, runs `stop('close')`, commits and releases the directory. */
   close(): Promise<void>;
   on(event: 'evicted', listener: (event: EvictedEvent) => void): this;

@@ -103,11 +103,16 @@ function ramp(script, args, { customers, seconds, env }) {
   });
 }
 
-/** [name, server script, extra arguments] of each system measured. */
+/** [name, server script, extra arguments, extra environment] of each system measured. */
 function systemsOf(shards) {
+  const durable = path.join(__dirname, 'shop', 'durable-server.js');
   return [
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
-    ['durable-workers', path.join(__dirname, 'shop', 'durable-server.js'), []],
+    ['durable-workers', durable, []],
+    // What observing costs: every diagnostics channel with a subscriber
+    // that does nothing, then OpenTelemetry making spans (js/observe/otel.js).
+    ['durable-workers, channels subscribed', durable, [], { DW_SHOP_OBSERVE: 'channels' }],
+    ['durable-workers, OpenTelemetry spans', durable, [], { DW_SHOP_OBSERVE: 'otel' }],
     [`durable-workers, ${shards} shards`, path.join(__dirname, 'shop', 'durable-server.js'), [String(shards)]],
     ['durable-workers on local workerd (Durable Objects)', path.join(__dirname, 'shop', 'workerd-server.js'), []],
   ];
@@ -118,7 +123,8 @@ async function measureRamp({ customers = 32, seconds = 8, shards = 2 } = {}) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
   try {
     const rows = [];
-    for (const [name, script, extra] of systemsOf(shards)) rows.push([name, await ramp(script, [path.join(root, String(rows.length)), ...extra], { customers, seconds, env: process.env })]);
+    for (const [name, script, extra, more] of systemsOf(shards))
+      rows.push([name, await ramp(script, [path.join(root, String(rows.length)), ...extra], { customers, seconds, env: { ...process.env, ...more } })]);
     return rows;
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
@@ -132,12 +138,13 @@ async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], sl
   try {
     const device = measureDeviceSync({ dir: path.join(root, 'device'), seconds: 1 });
     const rows = [];
-    for (const [name, script, extra] of systems) {
+    for (const [name, script, extra, more] of systems) {
       const dir = path.join(root, String(rows.length));
-      const r = await drive(script, [dir, ...extra], { customers, seconds, env });
+      const withMore = { ...env, ...more };
+      const r = await drive(script, [dir, ...extra], { customers, seconds, env: withMore });
       const points = [];
       for (const c of curve) {
-        const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds, env });
+        const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds, env: withMore });
         points.push([c, p.journeysPerSec]);
       }
       rows.push({ name, ...r, points });

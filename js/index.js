@@ -27,7 +27,12 @@ async function open(options) {
     commits.close();
     throw fromNative(err, `open(${JSON.stringify(o.dir)})`);
   }
-  return new Host(native, commits, o);
+  // The control socket (inspect, top) starts once the lock is held and stops
+  // first thing in close(), before the lock is released.
+  let control = null;
+  const host = new Host(native, commits, { ...o, onClose: () => control?.close() });
+  if (o.control) control = await require('./control/server').startControl(host, o.dir);
+  return host;
 }
 
 module.exports = { open, DurableWorker, DurableError, codes };

@@ -132,7 +132,10 @@ test('open() refuses an option it does not know, naming it and the nearest it do
   const dir = path.join(tmpDir(t), 'never');
   await t.throwsAsync(open({ dir, maxlive: 10 }), { instanceOf: TypeError, message: /unknown option maxlive: did you mean maxLive\?/ });
   await t.throwsAsync(open({ dir, evictAfterMs: 1000 }), { instanceOf: TypeError, message: /unknown option evictAfterMs: did you mean evictAfter\?/ });
-  await t.throwsAsync(open({ dir, banana: 1 }), { instanceOf: TypeError, message: /unknown option banana \(the options are dir, maxLive, evictAfter, mailbox, alarmPoll, durability, shards\)$/ });
+  await t.throwsAsync(open({ dir, banana: 1 }), {
+    instanceOf: TypeError,
+    message: /unknown option banana \(the options are dir, maxLive, evictAfter, mailbox, alarmPoll, durability, control, shards\)$/,
+  });
   await t.throwsAsync(open({ dir, shards: { count: 1, module: 'x.js', heartbeat: 5 } }), { instanceOf: TypeError, message: /unknown option shards\.heartbeat: did you mean shards\.heartbeatMs\?/ });
   t.false(fs.existsSync(dir), 'nothing was created');
 });

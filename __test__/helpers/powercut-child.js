@@ -198,6 +198,8 @@ const owners = {
       fs.writeSync(fd, Buffer.alloc(100, 0xa5), 0, 100, 0);
       fs.fsyncSync(fd);
       fs.closeSync(fd);
+      // The damage sits a while before anyone repairs it: cuts land there too.
+      await new Promise((resolve) => setTimeout(resolve, 20));
       const report = await repair(dir);
       ack(`r ${report.workers}`);
     }

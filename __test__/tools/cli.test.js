@@ -84,9 +84,10 @@ test('inspect --json gives numbers for scripts: totals, bytes, alarms as epoch m
   for (const a of s.alarms.next) t.is(a.due, new Date(a.at).toISOString());
 });
 
-test('inspect refuses with exit 3 while another process owns the directory, and reads it once that process is gone', async (t) => {
+// With a control socket, inspect asks the owner instead (control/live.test.js).
+test('inspect refuses with exit 3 while another process owns the directory and serves no control socket, and reads it once that process is gone', async (t) => {
   const dir = await populated(t);
-  const holder = spawn(process.execPath, [path.join(__dirname, '..', 'fixtures', 'hold.js'), dir, 'x'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const holder = spawn(process.execPath, [path.join(__dirname, '..', 'fixtures', 'hold.js'), dir, 'x', 'no-control'], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => holder.kill('SIGKILL'));
   await new Promise((resolve, reject) => {
     holder.stdout.on('data', (d) => String(d).includes('ready') && resolve());

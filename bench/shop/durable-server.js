@@ -1,9 +1,14 @@
 'use strict';
 // The shop example's server in a process of its own, for bench/shop.js:
 //   node bench/shop/durable-server.js <dir> [shards]   sends { url } over IPC, serves until SIGTERM
+// DW_SHOP_OBSERVE=channels subscribes a do-nothing handler to every
+// diagnostics channel; =otel makes OpenTelemetry spans of them, exported to
+// nowhere through the SDK's batch processor (what observing costs).
 const { startServer } = require('../../examples/shop/server');
+const { observe } = require('./observe');
 
 (async () => {
+  observe(process.env.DW_SHOP_OBSERVE);
   const [dir, shards] = process.argv.slice(2);
   const server = await startServer({
     dir,

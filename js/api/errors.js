@@ -21,6 +21,8 @@ const codes = Object.freeze({
   CLOSED: 'ERR_DURABLE_CLOSED',
   IO: 'ERR_DURABLE_IO',
   NO_ADDON: 'ERR_DURABLE_NO_ADDON',
+  /** The control socket: no process serves the directory, another user owns it, a malformed request, an unknown operation. */
+  CONTROL: 'ERR_DURABLE_CONTROL',
   /** A failure inside the package itself (a broken contract between JS and the native core, a panic): a bug to report, never the disk. */
   INTERNAL: 'ERR_DURABLE_INTERNAL',
 });

@@ -1,10 +1,9 @@
 'use strict';
 // The host: one open durable directory, the workers in it, and the calls to them.
 const { EventEmitter } = require('node:events');
-const { DurableError, codes, label, fromNative } = require('./errors');
-const { CLASS_NAME, checkWorkerId, describe, mailboxFull } = require('./rules');
-const { declaredCollections, nativeSpec } = require('../collections/declarations');
-const { DurableWorker, callableMethods } = require('./worker');
+const { label } = require('./errors');
+const { checkWorkerId, mailboxFull } = require('./rules');
+const { DurableWorker } = require('./worker');
 const { LiveWorker } = require('../runtime/live');
 const { QueuedWorker } = require('../runtime/queued-worker');
 const { makeStub } = require('./stub');
@@ -18,27 +17,34 @@ const { SocketRegistry } = require('../sockets/websockets');
 const { ShardPool } = require('../shards/pool');
 const { RemoteWorker } = require('../shards/remote');
 const { shardRouter } = require('../shards/host-router');
+const { Bindings } = require('./bindings');
+const { pageIds } = require('./ids');
+const channels = require('../observe/channels');
+const { Observer } = require('../observe/observer');
+const { alarmRanOnShard } = require('../observe/trace');
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
 function isWorker(w) {
   return w instanceof QueuedWorker;
 }
 
-const IDS_PAGE = 256;
+/** The key of the host's view for its control socket (js/control/): internal, not API. */
+const CONTROL_VIEW = Symbol('durable-workers.controlView');
 
 class Host extends EventEmitter {
   #native;
   #options;
   #closed = false;
   #closing = null;
-  /** @type {Map<Function, { Class: Function, name: string, methods: Set<string> }>} */
-  #bindings = new Map();
-  /** @type {Map<string, Function>} name → class, to refuse two classes of one name */
-  #names = new Map();
+  /** @type {Bindings} the worker classes, bound on first use */
+  #bindings;
   /** @type {LiveSet} the materialized workers, and their eviction */
   #live;
   #graph = new WaitGraph();
   #counts = { calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
+  /** Channels and metrics of calls. */
+  #observe = new Observer();
+  #metrics = this.#observe.metrics;
   /** @type {Set<AlarmScheduler>} */ #schedulers = new Set();
   #sockets = new SocketRegistry({
     deliver: (key, binding, id, run, desc) => this.#socketEvent(key, binding, id, run, desc),
@@ -58,6 +64,7 @@ class Host extends EventEmitter {
     super();
     this.#native = native;
     this.#options = options;
+    this.#bindings = new Bindings(native, (Class) => this.#sharded.has(Class));
     const host = this;
     /** @type {import('./worker-context').ContextPort} one for every worker's ctx */
     const ctxPort = {
@@ -70,7 +77,11 @@ class Host extends EventEmitter {
     this.#live = new LiveSet({
       native,
       onIdle: (w) => host.#sockets.resume(w.key),
-      onEvicted: (info) => host.emit('evicted', info),
+      onEvicted: (info) => {
+        host.#metrics.evicted(info.class, info.reason);
+        if (channels.evict.hasSubscribers) channels.evict.publish(info);
+        host.emit('evicted', info);
+      },
       hostClosed: () => host.#closed,
     });
     if (options.shards !== undefined) {
@@ -79,12 +90,18 @@ class Host extends EventEmitter {
         shardRouter({
           call: (binding, id, who, method, args, caller) => host.#call(binding, id, who, method, args, caller),
           bind: (Class) => host.#bind(Class),
-          classNamed: (name) => host.#names.get(name) ?? [...host.#sharded].find((C) => nameOf(C) === name),
+          classNamed: (name) => host.#bindings.named(name) ?? [...host.#sharded].find((C) => nameOf(C) === name),
           sockets: host.#sockets,
           native,
           wake: (className, at) => host.#wake(className, at),
           alarmFailed: (err, info) => host.#inner.alarmFailed(err, info),
-          lost: (err, info) => host.emit('shardLost', err, info),
+          alarmRan: (info, err) => alarmRanOnShard(host.#metrics, info, err),
+          traceOf: (traceId) => host.#observe.traceOf(traceId),
+          lost: (err, info) => {
+            host.#metrics.shardLost();
+            if (channels.shard.hasSubscribers) channels.shard.publish({ event: 'lost', shard: info.shard, error: err });
+            host.emit('shardLost', err, info);
+          },
         }),
       );
       for (const v of Object.values(options.shards.exports)) {
@@ -106,6 +123,8 @@ class Host extends EventEmitter {
         host.#counts.alarmsFailed++;
         host.emit('alarmFailed', err, info);
       },
+      metrics: this.#metrics,
+      traceOf: (traceId) => host.#observe.traceOf(traceId),
     };
   }
 
@@ -149,16 +168,7 @@ class Host extends EventEmitter {
       }
       await w.closed.catch(() => {});
     }
-    const native = this.#native.worker(binding.name, id);
-    const tomb = { closed: native.destroy() };
-    this.#live.setTomb(key, tomb);
-    try {
-      return await tomb.closed;
-    } catch (err) {
-      throw fromNative(err, label(binding.name, id));
-    } finally {
-      this.#live.deleteIf(key, tomb);
-    }
+    return this.#live.destroyDormant(key, this.#native.worker(binding.name, id), label(binding.name, id));
   }
 
   /**
@@ -167,20 +177,9 @@ class Host extends EventEmitter {
    * @param {{ prefix?: string, limit?: number }} [options]
    * @returns {AsyncIterable<string>}
    */
-  async *ids(Class, { prefix = '', limit = Infinity } = {}) {
+  async *ids(Class, options = {}) {
     this.#checkOpen();
-    const binding = this.#bind(Class);
-    if (typeof prefix !== 'string') throw new TypeError('ids(): prefix must be a string');
-    if (!(limit >= 0)) throw new RangeError('ids(): limit must be a number ≥ 0');
-    let after = null;
-    let left = limit;
-    while (left > 0) {
-      const page = await this.#native.ids(binding.name, prefix, after, Math.min(IDS_PAGE, left)).catch((err) => Promise.reject(fromNative(err, `class ${binding.name}`)));
-      for (const id of page) yield id;
-      if (page.length < Math.min(IDS_PAGE, left)) return;
-      left -= page.length;
-      after = page[page.length - 1];
-    }
+    yield* pageIds(this.#native, this.#bind(Class).name, options);
   }
 
   /**
@@ -208,27 +207,17 @@ class Host extends EventEmitter {
 
   /** Counters: what is open, what durability has cost. */
   stats() {
-    const n = this.#native.stats();
-    return {
-      live: this.#live.size,
-      materialized: this.#live.materialized,
-      evicted: this.#live.evicted,
-      calls: this.#counts.calls,
-      refused: this.#counts.refused,
-      sockets: this.#sockets.count,
-      autoResponses: this.#sockets.autoResponses,
-      socketPauses: this.#sockets.paused,
-      alarmsFired: this.#counts.alarmsFired,
-      alarmsFailed: this.#counts.alarmsFailed,
-      commits: n.commits,
-      syncs: n.syncs,
-      catalogCommits: n.catalogCommits,
-      created: n.created,
-      bytesWritten: n.bytesWritten,
-      queries: n.queries,
-      queriesDeferred: n.queriesDeferred,
-      docsRead: n.docsRead,
-    };
+    return this.#observe.stats(this.#native.stats(), this.#live, this.#counts, this.#sockets);
+  }
+
+  /**
+   * The host's metrics in the Prometheus text exposition format (0.0.4),
+   * labelled by class, method, code and eviction reason, never worker id.
+   * @returns {string}
+   */
+  metrics() {
+    const open = [...this.#live.values()].filter((w) => isWorker(w) && w.closed === null);
+    return this.#observe.render(this.#native.stats(), open, this.#sockets.count);
   }
 
   /**
@@ -240,6 +229,7 @@ class Host extends EventEmitter {
     this.#closed = true;
     this.#sockets.closeAll();
     this.#closing = (async () => {
+      await this.#options.onClose?.(); // the control socket (js/index.js), gone before the directory is released
       await Promise.all([...this.#schedulers].map((s) => s.stop()));
       this.#schedulers.clear();
       const waits = [];
@@ -255,10 +245,28 @@ class Host extends EventEmitter {
     return this.#closing;
   }
 
+  /**
+   * @internal What the control socket reads (js/control/operations.js): the
+   * catalog summary, the open workers, the shards' health, call latency.
+   */
+  [CONTROL_VIEW]() {
+    return {
+      summary: (alarms) => this.#native.summary(alarms),
+      workers: () => [...this.#live.values()].filter(isWorker),
+      shards: () => this.#pool?.health() ?? null,
+      latency: () => this.#metrics.latency(),
+    };
+  }
+
   // --- calls -------------------------------------------------------------
 
   #call(binding, id, who, method, args, caller = current()) {
-    if (this.#closed) return Promise.reject(closedError(who));
+    if (!this.#observe.tracing) return this.#untraced(binding, id, who, method, args, caller, undefined);
+    return this.#observe.call(binding, id, method, caller, (trace) => this.#untraced(binding, id, who, method, args, caller, trace));
+  }
+
+  #untraced(binding, id, who, method, args, caller, trace) {
+    if (this.#closed) return this.#refuse(binding, method, closedError(who));
     const key = keyOf(binding.name, id);
     let release;
     try {
@@ -266,31 +274,42 @@ class Host extends EventEmitter {
       args = cloneArgs(args, who, method, this.#sockets);
       release = this.#graph.enter(caller, key, who);
     } catch (err) {
-      return Promise.reject(err);
+      return this.#refuse(binding, method, err);
     }
     this.#counts.calls++;
     const frame = frameFor(caller, key, who, null);
+    if (trace !== undefined) this.#observe.enter(frame, trace);
     let p;
     // A call leaving a worker is output: it waits for that worker's writes so far.
     const gate = caller === undefined ? null : caller.worker.state.flush();
     if (gate === null) p = this.#deliver(key, binding, id, method, args, frame);
     else p = gate.then(() => this.#deliver(key, binding, id, method, args, frame));
     if (release !== null) p.then(release, release);
+    if (trace !== undefined) this.#observe.until(trace, p);
     return p;
+  }
+
+  /** A call refused before it reached the worker: counted, and rejected. */
+  #refuse(binding, method, err) {
+    this.#metrics.refused(binding.name, method, err);
+    return Promise.reject(err);
   }
 
   #deliver(key, binding, id, method, args, frame) {
     return new Promise((resolve, reject) => {
+      const { ok, failed } = this.#observe.timed(binding, method, resolve, reject);
       this.#withWorker(
         key,
         binding,
         id,
         (w) => {
-          if (w.call(method, args, frame, resolve, reject)) return;
+          if (w.call(method, args, frame, ok, failed)) return;
           this.#counts.refused++;
-          reject(mailboxFull(w.who, this.#options.mailbox));
+          const err = mailboxFull(w.who, this.#options.mailbox);
+          this.#metrics.refused(binding.name, method, err);
+          reject(err);
         },
-        () => reject(closedError(label(binding.name, id))),
+        () => failed(closedError(label(binding.name, id))),
       );
     });
   }
@@ -370,25 +389,7 @@ class Host extends EventEmitter {
   // --- classes -----------------------------------------------------------
 
   #bind(Class) {
-    let b = this.#bindings.get(Class);
-    if (b !== undefined) return b;
-    if (typeof Class !== 'function' || !(Class.prototype instanceof DurableWorker)) {
-      throw new DurableError(codes.NAME, `${describe(Class)} is not a class extending DurableWorker`);
-    }
-    const name = nameOf(Class);
-    if (typeof name !== 'string' || !CLASS_NAME.test(name)) {
-      throw new DurableError(codes.NAME, `worker class name ${JSON.stringify(name)} is not usable on disk: it must match [A-Za-z0-9_-]{1,64} (set static workerName to choose one)`);
-    }
-    const other = this.#names.get(name);
-    if (other !== undefined && other !== Class) {
-      throw new DurableError(codes.NAME, `two different classes are both named ${name} in this host; give one a static workerName`);
-    }
-    const collections = declaredCollections(Class, name);
-    this.#native.declare(name, nativeSpec(collections));
-    b = { Class, name, methods: callableMethods(Class), collections, remote: this.#sharded.has(Class) };
-    this.#bindings.set(Class, b);
-    this.#names.set(name, Class);
-    return b;
+    return this.#bindings.bind(Class);
   }
 
   #checkOpen() {
@@ -396,4 +397,4 @@ class Host extends EventEmitter {
   }
 }
 
-module.exports = { Host };
+module.exports = { Host, CONTROL_VIEW };

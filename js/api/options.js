@@ -9,6 +9,7 @@ const DEFAULTS = Object.freeze({
   mailbox: 1024,
   alarmPoll: 60_000,
   durability: 'full',
+  control: true,
 });
 
 const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards']);
@@ -52,7 +53,7 @@ function positiveInt(name, v, { min = 1 } = {}) {
 
 /**
  * @param {unknown} options
- * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', shards?: object }}
+ * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object }}
  */
 function validate(options) {
   if (options === null || typeof options !== 'object') {
@@ -69,6 +70,9 @@ function validate(options) {
   positiveInt('alarmPoll', o.alarmPoll);
   if (o.durability !== 'full' && o.durability !== 'relaxed') {
     throw new RangeError(`open(): durability must be 'full' or 'relaxed', got ${JSON.stringify(o.durability)}`);
+  }
+  if (typeof o.control !== 'boolean') {
+    throw new TypeError(`open(): control must be true (serve inspect and top on a control socket) or false, got ${JSON.stringify(o.control) ?? String(o.control)}`);
   }
   if (o.shards !== undefined) o.shards = shards(o.shards);
   return o;

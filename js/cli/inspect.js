@@ -1,9 +1,11 @@
 'use strict';
 // `durable-workers inspect <dir>`: what a durable directory holds, read from
 // its catalog by js/tools/inspect.js. That takes the directory's lock like any
-// owner, so a directory a process is serving is refused (exit 3) rather than
-// read mid-write; the message says so, because "locked" alone reads like a
-// fault when it is the directory doing its job.
+// owner, so a directory a process is serving is not read from here (never
+// mid-write): the serving process is asked instead, over its control socket
+// (js/control/), and the output says the summary came from it. Only when that
+// process cannot be reached is it refused (exit 3), saying why, because
+// "locked" alone reads like a fault when it is the directory doing its job.
 const fs = require('node:fs');
 const path = require('node:path');
 const { parse, withUsage, UsageError } = require('./args');
@@ -17,8 +19,9 @@ const help = `usage: durable-workers inspect <dir> [--json] [--alarms <n>]
 
 Prints what a durable directory holds: its classes, the workers of each and
 their bytes on disk, the registry's size, and the pending alarms with the
-earliest due times. Reads the catalog under the directory's lock, so it is
-refused while a process owns the directory (stop it, or inspect a copy).
+earliest due times. Reads the catalog under the directory's lock; while a
+process serves the directory, asks that process instead, over its control
+socket, and says so ("live").
 
   --json          print the summary as JSON (bytes as numbers, times as epoch ms and ISO)
   --alarms <n>    list the <n> earliest pending alarms (default ${DEFAULT_ALARMS}; 0 lists none)
@@ -27,7 +30,8 @@ exit codes:
   0  printed
   1  the directory could not be read (ERR_DURABLE_CORRUPT, ERR_DURABLE_IO)
   2  usage error
-  3  a process owns the directory (ERR_DURABLE_LOCKED); nothing was read
+  3  a process owns the directory (ERR_DURABLE_LOCKED) and could not be
+     reached over its control socket (the message says why); nothing was read
   4  <dir> is not a durable directory (missing, or no _registry.db)`;
 
 /**
@@ -58,23 +62,45 @@ async function run(args, io) {
       summary = await inspect(dir, { alarms });
     } catch (err) {
       if (err?.code === 'ERR_DURABLE_LOCKED') {
-        io.stderr.write(
-          `durable-workers inspect: a process owns ${dir} (ERR_DURABLE_LOCKED).\n` +
-            'A durable directory has one owner, and inspect reads it only when no process is serving it,\n' +
-            'so it never sees a half-written commit. Run it again once that process has closed the directory.\n',
-        );
-        return EXIT.OWNED;
-      }
-      if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) {
+        const live = await fromOwner(dir, alarms);
+        if (live.summary === undefined) {
+          io.stderr.write(
+            `durable-workers inspect: a process owns ${dir} (ERR_DURABLE_LOCKED), and it could not be asked:\n  ${live.why}\n` +
+              'A durable directory has one owner; inspect reads it itself only when no process is serving it,\n' +
+              'so it never sees a half-written commit. Run it again once that process has closed the directory.\n',
+          );
+          return EXIT.OWNED;
+        }
+        summary = live.summary;
+      } else if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) {
         io.stderr.write(`durable-workers inspect: ${err.code}: ${err.message}\n`);
         return EXIT.FAILED;
+      } else {
+        throw err;
       }
-      throw err;
     }
 
     io.stdout.write(values.json ? `${JSON.stringify(toJson(summary), null, 2)}\n` : render(summary, Date.now()));
     return EXIT.OK;
   });
+}
+
+/**
+ * The summary from the process serving `dir`, over its control socket; or
+ * why it could not be had (no control socket, another user's, gone).
+ * @returns {Promise<{ summary?: object, why?: string }>}
+ */
+async function fromOwner(dir, alarms) {
+  const { connect } = require('../control/client');
+  let client;
+  try {
+    client = await connect(dir);
+    return { summary: await client.request('summary', { alarms }) };
+  } catch (err) {
+    return { why: `${err.code}: ${err.message}` };
+  } finally {
+    client?.close();
+  }
 }
 
 /** `--alarms`: a whole number, 0 allowed (only the count is wanted). */
@@ -102,6 +128,8 @@ function notDurable(dir) {
 function toJson(s) {
   return {
     dir: s.dir,
+    live: s.owner !== undefined,
+    ...(s.owner === undefined ? {} : { owner: s.owner }),
     workers: s.classes.reduce((n, c) => n + c.workers, 0),
     bytes: s.classes.reduce((n, c) => n + c.bytes, 0) + s.registryBytes,
     registryBytes: s.registryBytes,
@@ -112,7 +140,7 @@ function toJson(s) {
 
 /** The summary for people: a table of classes, then the alarms. */
 function render(s, now) {
-  const lines = [s.dir, ''];
+  const lines = [s.dir, ...(s.owner === undefined ? [] : [`  live: asked the process serving it (pid ${s.owner.pid}) over its control socket`]), ''];
   if (s.classes.length === 0) {
     lines.push('  no workers yet');
   } else {
@@ -170,4 +198,4 @@ function fmt(n) {
   return n.toLocaleString('en-US');
 }
 
-module.exports = { name: 'inspect', summary: 'what a durable directory holds: classes, workers, bytes, pending alarms', help, run, EXIT, bytes, relative };
+module.exports = { name: 'inspect', summary: 'what a durable directory holds: classes, workers, bytes, pending alarms', help, run, EXIT, bytes, relative, notDurable };

@@ -7,6 +7,7 @@
 //
 // A key maps to a worker, or to a tombstone `{ closed }` while its file is
 // being deleted; whoever finds one that is closing waits for `closed`.
+const { fromNative } = require('../api/errors');
 
 class LiveSet {
   #native;
@@ -57,6 +58,23 @@ class LiveSet {
   /** Open workers. */
   get size() {
     return this.#bySlot.size;
+  }
+
+  /**
+   * Deletes a worker that is not materialized: its file and catalog entry go
+   * (`native.destroy()`), while a tomb under its key makes calls wait for it.
+   * @returns {Promise<boolean>} false if it never existed
+   */
+  async destroyDormant(key, native, who) {
+    const tomb = { closed: native.destroy() };
+    this.setTomb(key, tomb);
+    try {
+      return await tomb.closed;
+    } catch (err) {
+      throw fromNative(err, who);
+    } finally {
+      this.deleteIf(key, tomb);
+    }
   }
 
   /** Makes the worker for `key` with a new slot: `make(slot)`. */

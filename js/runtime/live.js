@@ -22,6 +22,7 @@ const { fromNative, label } = require('../api/errors');
 const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
 const { unpackRows } = require('../collections/result-rows');
+const { tracedCommit, tracedAlarm, tracedSocketEvent } = require('../observe/trace');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
@@ -44,6 +45,8 @@ class LiveWorker extends QueuedWorker {
   #closeFile;
   /** @type {ReturnType<typeof DurableState.runtimeOf>} what this worker's runtime sees of its state */
   #stateRuntime;
+  /** The traced call the next commit is attributed to: the first to flush since the last commit started. */
+  #commitTrace = undefined;
 
   /**
    * @param {import('./host-port').HostPort} host
@@ -68,7 +71,12 @@ class LiveWorker extends QueuedWorker {
     const native = host.native.worker(binding.name, id);
     this.native = native;
     const { commits } = host;
-    const write = (changes) => commits.submit((id) => native.write(id, changes));
+    const commitTime = host.metrics?.commitSeries(binding.name);
+    const write = (changes) => {
+      const trace = this.#commitTrace;
+      this.#commitTrace = undefined;
+      return tracedCommit(binding.name, id, changes, trace, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
+    };
     const storage = {
       write,
       // A shard's storage is on another thread: it has no read to answer now.
@@ -148,7 +156,8 @@ class LiveWorker extends QueuedWorker {
     let out;
     try {
       const fn = this.instance[e.method];
-      out = await runIn(e.frame, () => fn.apply(this.instance, e.args));
+      const run = () => runIn(e.frame, () => fn.apply(this.instance, e.args));
+      out = await (e.frame.scope === undefined ? run() : e.frame.scope.runInAsyncScope(run));
       ok = true;
     } catch (err) {
       out = err;
@@ -164,6 +173,7 @@ class LiveWorker extends QueuedWorker {
     }
     // The gate: the result leaves only once the commit carrying this call's
     // writes (and every earlier one) has landed.
+    if (e.frame.trace !== undefined) this.#commitTrace ??= e.frame.trace;
     const barrier = this.state.flush();
     if (barrier === null) {
       if (ok) e.resolve(out);
@@ -195,7 +205,7 @@ class LiveWorker extends QueuedWorker {
           if (typeof this.instance.alarm !== 'function') {
             throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
           }
-          await this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt }));
+          await tracedAlarm(this.host, this.binding.name, this.id, a, () => this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt })));
         } catch (err) {
           error = err;
         }
@@ -225,7 +235,7 @@ class LiveWorker extends QueuedWorker {
     if (this.failure !== null) return;
     this.inCall = true;
     try {
-      await this.#hook(() => entry.run(this.instance));
+      await tracedSocketEvent(this.binding.name, this.id, entry.desc, () => this.#hook(() => entry.run(this.instance)));
     } catch (err) {
       process.emitWarning(`${this.who}: a WebSocket hook threw: ${err?.stack ?? err}`, { code: 'DURABLE_SOCKET_HOOK_FAILED' });
     }

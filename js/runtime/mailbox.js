@@ -36,6 +36,11 @@ class Mailbox {
     return this.#queue.length - this.#head;
   }
 
+  /** Whether an entry is running (or the queue is being drained). */
+  get running() {
+    return this.#running;
+  }
+
   /**
    * Queues an entry; false when full (the caller refuses the work). `force`
    * is for the host's own entries (start, close), which are never refused.

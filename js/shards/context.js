@@ -221,7 +221,7 @@ class Outgoing {
     } catch (err) {
       return Promise.reject(err);
     }
-    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys };
+    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys, trace: caller.trace };
     const send = () =>
       new Promise((resolve, reject) => {
         const cid = this.#next++;

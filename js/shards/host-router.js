@@ -18,6 +18,8 @@ const { OP, serializeError, deserializeError, isSocketMarker } = require('./prot
  * @property {object} native the native host (the alarm index's writes)
  * @property {(className: string, at: number) => void} wake
  * @property {(err: unknown, info: object) => void} alarmFailed
+ * @property {(info: object, err: Error | undefined) => void} alarmRan an alarm handler ran on a shard
+ * @property {(id: number | undefined) => object | undefined} traceOf a traced call by its id
  * @property {(err: Error, info: { shard: number }) => void} lost
  */
 
@@ -37,7 +39,7 @@ function shardRouter(port) {
       }
       const binding = port.bind(Class);
       checkWorkerId(binding.name, id);
-      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE } };
+      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE }, trace: port.traceOf(frame.trace) };
       const real = args.map((a) => (isSocketMarker(a) ? port.sockets.fromMarker(a) : a));
       p = port.call(binding, id, label(binding.name, id), method, real, caller);
     } catch (err) {
@@ -58,6 +60,8 @@ function shardRouter(port) {
           return port.wake(msg.className, msg.at);
         case OP.alarmFailed:
           return port.alarmFailed(deserializeError(msg.error), msg.info);
+        case OP.alarmRan:
+          return port.alarmRan(msg, msg.error === undefined ? undefined : deserializeError(msg.error));
         case OP.socketAccept:
         case OP.socketSend:
         case OP.socketClose:

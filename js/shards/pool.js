@@ -13,6 +13,7 @@
 // module that fails every start gives failing calls, not a restart loop.
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
+const channels = require('../observe/channels');
 const { DurableError, codes } = require('../api/errors');
 const { OP, shardOf } = require('./protocol');
 
@@ -72,6 +73,11 @@ class Shard {
     this.#missed = 0;
   }
 
+  /** What `durable-workers top` shows of it: workers placed here, entries in flight, heartbeats missed in a row. */
+  health() {
+    return { workers: this.workers.size, inFlight: this.#holds, missedHeartbeats: this.#missed };
+  }
+
   #beat() {
     if (!this.#answered && ++this.#missed >= this.pool.options.missedHeartbeats) {
       this.lose(`it missed ${this.#missed} heartbeats of ${this.pool.options.heartbeatMs} ms (a call that never yields, such as an endless loop)`);
@@ -99,6 +105,8 @@ class ShardPool {
   /** @type {(Promise<Shard> | null)[]} */
   #starting;
   #closed = false;
+  /** @type {number[]} shards lost per slot since the pool began, for health() */
+  #losses;
 
   /**
    * @param {{ count: number, module: string, memoryMb?: number, heartbeatMs: number, missedHeartbeats: number, startTimeoutMs: number }} options
@@ -109,6 +117,21 @@ class ShardPool {
     this.host = host;
     this.#slots = new Array(options.count).fill(null);
     this.#starting = new Array(options.count).fill(null);
+    this.#losses = new Array(options.count).fill(0);
+  }
+
+  /**
+   * Each slot as `durable-workers top` shows it: 'running', 'starting', or
+   * 'stopped' (not started yet, or lost and not yet replaced: a slot is
+   * filled on first use), with the shards it has lost.
+   * @returns {{ index: number, state: 'running' | 'starting' | 'stopped', lost: number, workers: number, inFlight: number, missedHeartbeats: number }[]}
+   */
+  health() {
+    return this.#slots.map((s, index) => {
+      const up = s !== null && s.alive;
+      const state = up ? 'running' : this.#starting[index] !== null ? 'starting' : 'stopped';
+      return { index, state, lost: this.#losses[index], ...(up ? s.health() : { workers: 0, inFlight: 0, missedHeartbeats: 0 }) };
+    });
   }
 
   /** The shard for a worker key, started if its slot is empty. */
@@ -148,6 +171,7 @@ class ShardPool {
           clearTimeout(timer);
           thread.unref();
           this.#slots[index] = shard;
+          if (channels.shard.hasSubscribers) channels.shard.publish({ event: 'start', shard: index, threadId: thread.threadId });
           resolve(shard);
           return;
         }
@@ -169,6 +193,7 @@ class ShardPool {
   /** Called by a shard that ended. */
   lost(shard, reason) {
     if (this.#slots[shard.index] === shard) this.#slots[shard.index] = null;
+    this.#losses[shard.index]++;
     const err = new DurableError(codes.SHARD_LOST, `shard ${shard.index} was lost: ${reason}`);
     this.host.lost(shard, err);
   }

@@ -75,11 +75,14 @@ function deserializeError(d) {
  *   failed        { key, error }                         the worker failed (start() threw, its class is missing)
  *   closed        { key, ok, existed | error }           a close entry finished
  *   rpc           { rid, key, method, args }             storage for a worker (key) or the alarm index (key null)
- *   write         { key, cid, changes }                  commit a worker's writes, through the host's commit threads
+ *   write         { key, cid, changes, trace }           commit a worker's writes, through the host's commit threads
+ *                                                        (trace: the traced call it is attributed to, if any)
  *   closeFile     { key, cid }                           close a worker's file
  *   call          { cid, className, id, method, args, frame }  a call from a worker on the shard to any worker
+ *                                                        (frame.trace: the traced call it is made from, if any)
  *   wake          { className, at }                      the shard's scheduler wants the host's alarm scheduler at `at`
  *   alarmFailed   { error, info }
+ *   alarmRan      { className, id, name, scheduledTime, attempt, lateMs, durationMs, error? }  an alarm handler ran (metrics, channels)
  *   socketAccept, socketSend, socketClose, socketAttach, socketAuto   a hibernating socket's operations (sockets/websockets.js)
  */
 const OP = Object.freeze({
@@ -100,6 +103,7 @@ const OP = Object.freeze({
   call: 'call',
   wake: 'wake',
   alarmFailed: 'alarmFailed',
+  alarmRan: 'alarmRan',
   socketAccept: 'socketAccept',
   socketSend: 'socketSend',
   socketClose: 'socketClose',

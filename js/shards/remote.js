@@ -19,6 +19,7 @@ const { QueuedWorker } = require('../runtime/queued-worker');
 const { DurableError, codes, fromNative, label, nativeCode } = require('../api/errors');
 const { waitAtMost, ORDER_WAIT_MS } = require('../runtime/live');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
+const { tracedCommit, tracedSocketEvent } = require('../observe/trace');
 
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null, backfill: [] });
 /** No gate on this thread: the shard gates its own output. */
@@ -88,7 +89,7 @@ class RemoteWorker extends QueuedWorker {
         cid,
         method: e.method,
         args: e.args.map((a) => this.host.sockets.markerOf(a) ?? a),
-        frame: { chain: e.frame.chain, keys: e.frame.keys },
+        frame: { chain: e.frame.chain, keys: e.frame.keys, trace: e.frame.trace?.traceId },
       });
     } else if (e.kind === 'event') {
       // The socket as the shard mirrors it, described when the event leaves
@@ -97,7 +98,8 @@ class RemoteWorker extends QueuedWorker {
       wire.desc = { ...desc, socket: this.host.sockets.markerOf(handle) };
     }
     // A call holds the shard twice: until its code has run, and until its result is back.
-    await this.#send(shard, wire, e.kind === 'call' ? 2 : 1);
+    if (e.kind === 'event') await tracedSocketEvent(this.binding.name, this.id, e.desc, () => this.#send(shard, wire));
+    else await this.#send(shard, wire, e.kind === 'call' ? 2 : 1);
     if (e.kind === 'alarm') {
       e.started();
       e.resolve();
@@ -230,7 +232,12 @@ class RemoteWorker extends QueuedWorker {
       case OP.closeFile: {
         const n = this.#native;
         const run = (cid) => (msg.op === OP.write ? n.write(cid, this.#changes(msg.changes)) : n.close(cid));
-        const p = n === null ? Promise.reject(new DurableError(codes.CLOSED, `${this.who}: closed`)) : this.host.commits.submit(run);
+        const submit = () => this.host.commits.submit(run);
+        let p;
+        if (n === null) p = Promise.reject(new DurableError(codes.CLOSED, `${this.who}: closed`));
+        else if (msg.op === OP.closeFile) p = submit();
+        // A shard's commit is published here, on the host thread, attributed to the host's traced call.
+        else p = tracedCommit(this.binding.name, this.id, msg.changes, this.host.traceOf(msg.trace), this.host.metrics.commitSeries(this.binding.name), submit);
         this.#track(p).then(
           () => {
             if (msg.op === OP.closeFile && this.#native === n) this.#native = null;

@@ -52,7 +52,7 @@ function storageFor(key) {
     exists: () => true,
     load: () => rpc(key, 'load', []).then((page) => ({ ...page, values: page.values.map(buf) })),
     register: () => rpc(key, 'register', []),
-    write: (cid, changes) => post({ op: OP.write, key, cid, changes }),
+    write: (cid, changes, trace) => post({ op: OP.write, key, cid, changes, trace }),
     close: (cid) => post({ op: OP.closeFile, key, cid }),
     destroy: () => rpc(key, 'destroy', []),
     // Packed as the addon returns it (../collections/result-rows.js unpacks it).
@@ -79,6 +79,8 @@ const inner = {
     wake: (at) => post({ op: OP.wake, className, at }),
   }),
   alarmFailed: (err, info) => post({ op: OP.alarmFailed, error: serializeError(err), info }),
+  // The host counts and publishes every alarm handler a shard runs (observe/trace.js).
+  alarmRan: (info, err) => post({ op: OP.alarmRan, ...info, error: err === undefined ? undefined : serializeError(err) }),
 };
 
 // --- the module's classes ---------------------------------------------------
@@ -110,7 +112,7 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
   switch (e.kind) {
     case 'call': {
       const args = e.args.map((a) => revive(a, mirror));
-      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w };
+      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w, trace: e.frame.trace };
       const settle = (ok) => (v) => post(ok ? { op: OP.result, key, cid: e.cid, ok, value: v } : { op: OP.result, key, cid: e.cid, ok, error: serializeError(v) });
       w.call(e.method, args, frame, settle(true), settle(false));
       return;

@@ -3,28 +3,61 @@
 // their workers from the catalog, bytes on disk, and the alarms the index says
 // are pending. It takes the directory's lock like any owner, so it is refused
 // with ERR_DURABLE_LOCKED while a process serves the directory (and never
-// reads files mid-write).
+// reads files mid-write); that process answers the same summary over its
+// control socket (summarize(), run there by js/control/operations.js).
 const fs = require('node:fs');
 const path = require('node:path');
 const { DurableError, codes, fromNative } = require('../api/errors');
 const { Commits } = require('../runtime/commits');
 
-/** Bytes of every file under `dir` (sidecars included). */
-function bytesUnder(dir) {
+/**
+ * Bytes of every file under `dir` (sidecars included). Asynchronous: the
+ * process serving a directory runs it too (the control socket's `summary`),
+ * and must not stop its event loop for a directory of many files.
+ */
+async function bytesUnder(dir) {
   let total = 0;
   let files = 0;
-  const walk = (d) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+  const walk = async (d) => {
+    for (const e of await fs.promises.readdir(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
+      if (e.isDirectory()) await walk(p);
       else if (e.isFile()) {
-        total += fs.statSync(p).size;
+        // A file removed meanwhile (a worker deleted in a live directory) counts nothing.
+        total += (await fs.promises.stat(p).catch(() => ({ size: 0 }))).size;
         if (e.name.endsWith('.db')) files++;
       }
     }
   };
-  if (fs.existsSync(dir)) walk(dir);
+  if (fs.existsSync(dir)) await walk(dir);
   return { bytes: total, files };
+}
+
+/**
+ * What `inspect` shows of the durable directory `abs`: the catalog's
+ * `summary` (the native host's, in this process or in the one serving the
+ * directory) with the bytes on disk.
+ * @param {(alarms: number) => Promise<import('../../native/native').Summary>} summary
+ * @param {string} abs the directory, absolute
+ * @param {number} alarms how many of the earliest pending alarms to list
+ */
+async function summarize(summary, abs, alarms) {
+  const s = await summary(alarms);
+  const classes = [];
+  for (const [i, name] of s.classes.entries()) classes.push({ name, workers: s.workers[i], ...(await bytesUnder(path.join(abs, name))) });
+  let registryBytes = 0;
+  for (const f of await fs.promises.readdir(abs)) {
+    if (f.startsWith('_registry.db')) registryBytes += (await fs.promises.stat(path.join(abs, f)).catch(() => ({ size: 0 }))).size;
+  }
+  return {
+    dir: abs,
+    classes,
+    registryBytes,
+    alarms: {
+      count: s.alarmCount,
+      next: s.alarms.classes.map((c, i) => ({ class: c, id: s.alarms.ids[i], at: s.alarms.ats[i] })),
+    },
+  };
 }
 
 /**
@@ -48,19 +81,7 @@ async function inspect(dir, { alarms = 20 } = {}) {
     throw fromNative(err, `inspect(${JSON.stringify(abs)})`);
   }
   try {
-    const s = await native.summary(alarms);
-    return {
-      dir: abs,
-      classes: s.classes.map((name, i) => ({ name, workers: s.workers[i], ...bytesUnder(path.join(abs, name)) })),
-      registryBytes: fs
-        .readdirSync(abs)
-        .filter((f) => f.startsWith('_registry.db'))
-        .reduce((n, f) => n + fs.statSync(path.join(abs, f)).size, 0),
-      alarms: {
-        count: s.alarmCount,
-        next: s.alarms.classes.map((c, i) => ({ class: c, id: s.alarms.ids[i], at: s.alarms.ats[i] })),
-      },
-    };
+    return await summarize((n) => native.summary(n), abs, alarms);
   } catch (err) {
     throw fromNative(err, `inspect(${JSON.stringify(abs)})`);
   } finally {
@@ -69,4 +90,4 @@ async function inspect(dir, { alarms = 20 } = {}) {
   }
 }
 
-module.exports = { inspect };
+module.exports = { inspect, summarize };

@@ -5,17 +5,13 @@ use super::worker::NativeWorker;
 use super::*;
 use crate::committer;
 
-/// Called on the JS thread when a commit ends: `(id, code, message)`, with an
-/// empty code for success. Weak: it never keeps the event loop open by itself;
+/// Called on the JS thread when a commit ends: `(id, code, message, queued,
+/// ran)`, with an empty code for success; `queued` is how long the job waited
+/// for a commit thread and `ran` how long it took there (writing and syncing),
+/// both in microseconds. Weak: it never keeps the event loop open by itself;
 /// the JS layer holds the loop open while it waits for commits.
-type DoneFn = ThreadsafeFunction<
-    (u32, String, String),
-    Unknown<'static>,
-    (u32, String, String),
-    Status,
-    false,
-    true,
->;
+pub(crate) type DoneArgs = (u32, String, String, u32, u32);
+type DoneFn = ThreadsafeFunction<DoneArgs, Unknown<'static>, DoneArgs, Status, false, true>;
 
 /// What every worker of a host shares to commit: the threads and the way back.
 pub(crate) struct Io {
@@ -45,8 +41,8 @@ pub struct NativeHost {
 #[napi]
 impl NativeHost {
     /// Takes ownership of `dir` (creating it), or fails with ERR_DURABLE_LOCKED.
-    /// `on_done(id, code, message)` is called on the JS thread as each
-    /// `NativeWorker.write` ends.
+    /// `on_done([id, code, message, queuedMicros, ranMicros])` is called on
+    /// the JS thread as each `NativeWorker.write` ends.
     #[napi(factory, catch_unwind)]
     pub fn open(
         env: &Env,

@@ -33,7 +33,9 @@ impl NativeWorker {
         op: impl FnOnce() -> Result<()> + Send + 'static,
     ) -> napi::Result<()> {
         let io = self.io.clone();
+        let submitted = Instant::now();
         let job = move || {
+            let started = Instant::now();
             // A panic must not unwind out of the commit thread.
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op))
                 .unwrap_or_else(|_| {
@@ -45,9 +47,15 @@ impl NativeWorker {
                 Ok(()) => (String::new(), String::new()),
                 Err(e) => (e.code().to_string(), e.to_string()),
             };
+            let micros = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+            let queued = micros(started.saturating_duration_since(submitted));
+            let ran = micros(started.elapsed());
             committer::finishing();
             if let Some(done) = io.done.lock().as_ref() {
-                done.call((id, code, message), ThreadsafeFunctionCallMode::NonBlocking);
+                done.call(
+                    (id, code, message, queued, ran),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
             }
         };
         if self.io.committer.submit(Box::new(job)) {
