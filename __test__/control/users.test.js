@@ -8,8 +8,7 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
-const { NOBODY, cannotSwitchUser, readableInstall } = require('../helpers/nobody');
+const { NOBODY, cannotSwitchUser, readableInstall, superviseFrom } = require('../helpers/nobody');
 const { tmpDir } = require('../helpers/tmp');
 const { startOwner } = require('../helpers/control');
 
@@ -19,22 +18,12 @@ if (why) console.log(`control/users: skipping the uid ${NOBODY} test: ${why}`);
 
 /** Runs the package's control client as uid 65534 against `dir`: what it got, or the error's code, cause and message. */
 function asNobody(install, dir) {
-  const script = `require(${JSON.stringify(path.join(install.root, 'js', 'control', 'client.js'))}).connect(process.argv[1])
-    .then((c) => c.request('stats').then((s) => { c.close(); return { answered: true, live: s.live }; }))
-    .catch((e) => ({ code: e.code, cause: e.cause && e.cause.code, message: e.message }))
-    .then((r) => process.stdout.write(JSON.stringify(r)));`;
-  return new Promise((resolve, reject) => {
-    const p = spawn(install.node, ['-e', script, dir], { cwd: install.root, uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.on('close', (code) => {
-      try {
-        resolve(JSON.parse(out));
-      } catch {
-        reject(new Error(`the uid ${NOBODY} client exited ${code} without an answer: ${out}`));
-      }
-    });
-  });
+  const body = `const c = await require(root + '/js/control/client.js').connect(args[0]).catch((e) => e);
+    if (c instanceof Error) return { code: c.code, cause: c.cause && c.cause.code, message: c.message };
+    const s = await c.request('stats');
+    c.close();
+    return { answered: true, live: s.live };`;
+  return superviseFrom(install, body, [dir], { asNobody: true });
 }
 
 (why ? test.skip : test)(

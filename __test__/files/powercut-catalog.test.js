@@ -14,20 +14,10 @@
 const test = require('ava');
 const { open } = require('../..');
 const { repair } = require('../../js/tools/repair');
-const { available } = require('../helpers/powercut');
-const { BASE_SEED, engineCuts, catalogCheck, integrity, must, sleep } = require('../helpers/powercut-rounds');
+const { BASE_SEED, engineCuts, catalogCheck, integrity, must, sleep, powerTestOf, idsOf } = require('../helpers/powercut-rounds');
 const { Clock, Alarmed, ledgerClass, ledgerField, docsOf } = require('../helpers/powercut-workers');
 
-const can = available();
-const powerTest = can.ok ? test.serial : test.skip;
-if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
-
-/** ids(Class) as a Set. */
-async function idsOf(host, Class) {
-  const out = new Set();
-  for await (const id of host.ids(Class)) out.add(id);
-  return out;
-}
+const powerTest = powerTestOf(test);
 
 /**
  * Alarms set and deleted: a deleted one acknowledged stays deleted, a set one

@@ -17,21 +17,12 @@
 const test = require('ava');
 const path = require('node:path');
 const { open } = require('../..');
-const { available, mount } = require('../helpers/powercut');
+const { mount } = require('../helpers/powercut');
 const { tmpDir } = require('../helpers/tmp');
-const { BASE_SEED, engineCuts, must } = require('../helpers/powercut-rounds');
+const { BASE_SEED, engineCuts, must, powerTestOf, idsOf } = require('../helpers/powercut-rounds');
 const { Counter, Cell, Books, Clock, docsOf } = require('../helpers/powercut-workers');
 
-const can = available();
-const powerTest = can.ok ? test.serial : test.skip;
-if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
-
-/** ids(Class) as a Set. */
-async function idsOf(host, Class) {
-  const out = new Set();
-  for await (const id of host.ids(Class)) out.add(id);
-  return out;
-}
+const powerTest = powerTestOf(test);
 
 /** Counters: the last value acknowledged (and every earlier one) is there, and nothing beyond what was in flight. */
 function counterCheck(inFlight) {

@@ -48,12 +48,14 @@ async function httpServer(t, handler) {
 const BIN = path.join(__dirname, '..', '..', 'bin', 'durable-workers.js');
 
 /**
- * Starts the real `durable-workers peek serve <dir> --json ...extra`; collects
- * its JSON lines, each stamped with `at` (when it was read); SIGKILLed at
- * teardown if still running.
+ * Starts the real `durable-workers peek serve <dir> --json ...extra` (with
+ * `env` for its environment, if given); collects its JSON lines, each stamped
+ * with `at` (when it was read); `closed` resolves once its output has ended
+ * (every line written before a kill is read by then); SIGKILLed at teardown
+ * if still running.
  */
-function serve(t, dir, extra = []) {
-  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', dir, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+function serve(t, dir, extra = [], { env } = {}) {
+  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', dir, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'], ...(env === undefined ? {} : { env }) });
   const lines = [];
   let stderr = '';
   readline.createInterface({ input: proc.stdout }).on('line', (l) => {
@@ -63,12 +65,13 @@ function serve(t, dir, extra = []) {
       stderr += `${l}\n`;
     }
   });
-  proc.stderr.on('data', (d) => (stderr += d));
+  proc.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
   const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const closed = new Promise((resolve) => proc.once('close', resolve));
   t.teardown(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   });
-  return { proc, lines, exited, stderr: () => stderr };
+  return { proc, lines, exited, closed, stderr: () => stderr };
 }
 
 /**

@@ -17,7 +17,7 @@ const path = require('node:path');
 const { fork } = require('node:child_process');
 const Database = require('better-sqlite3');
 const { open } = require('../..');
-const { mount } = require('./powercut');
+const { available, mount } = require('./powercut');
 const { tmpDir } = require('./tmp');
 
 const ROUNDS = Number(process.env.DW_POWERCUT_ROUNDS ?? 5);
@@ -302,6 +302,24 @@ function engineCuts(t, { scenario, mode, seed, durability = 'full', catalog = tr
   });
 }
 
+/**
+ * `test.serial` when the power-cut mount works here; otherwise `test.skip`,
+ * with one visible skipped test saying why.
+ * @param {import('ava').TestFn} test
+ */
+function powerTestOf(test) {
+  const can = available();
+  if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
+  return can.ok ? test.serial : test.skip;
+}
+
+/** ids(Class) as a Set. */
+async function idsOf(host, Class) {
+  const out = new Set();
+  for await (const id of host.ids(Class)) out.add(id);
+  return out;
+}
+
 /** A call that must not fail; its failure is reported with the round. */
 async function must(t, where, what, p) {
   try {
@@ -312,4 +330,4 @@ async function must(t, where, what, p) {
   }
 }
 
-module.exports = { ROUNDS, BASE_SEED, prng, sleep, startChild, readAcks, databases, eachCopy, integrity, catalogCheck, powerCuts, engineCuts, must };
+module.exports = { ROUNDS, BASE_SEED, prng, sleep, startChild, readAcks, databases, eachCopy, integrity, catalogCheck, powerCuts, engineCuts, must, powerTestOf, idsOf };

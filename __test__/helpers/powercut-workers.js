@@ -50,11 +50,16 @@ class Books extends DurableWorker {
     return this.state.transaction(async () => {
       const entries = this.state.collection('entries');
       const n = docsOf(seq);
-      for (let k = 0; k < n; k++) entries.put(`s${seq}-${k}`, { seq, k, pad: PAD });
+      for (let k = 0; k < n; k++) entries.put(`s${seq}-${k}`, this.docOf(seq, k));
       this.state.set('last', seq);
       this.state.set('docs', (this.state.get('docs') ?? 0) + n);
       return seq;
     });
+  }
+
+  /** Document `k` of transaction `seq`. */
+  docOf(seq, k) {
+    return { seq, k, pad: PAD };
   }
 
   async last() {
@@ -118,23 +123,12 @@ const ledgerField = (round) => `g${round % LEDGER_FIELDS}`;
  * (and the previous round's field is left inactive).
  */
 function ledgerClass(field) {
-  return class Ledger extends DurableWorker {
+  return class Ledger extends Books {
     static collections = { entries: { seq: 'integer', [field]: 'integer' } };
 
-    async post(seq) {
-      return this.state.transaction(async () => {
-        const entries = this.state.collection('entries');
-        const n = docsOf(seq);
-        const fields = Object.fromEntries(Array.from({ length: LEDGER_FIELDS }, (_, k) => [`g${k}`, seq * 10 + k]));
-        for (let k = 0; k < n; k++) entries.put(`s${seq}-${k}`, { seq, k, ...fields, pad: PAD });
-        this.state.set('last', seq);
-        this.state.set('docs', (this.state.get('docs') ?? 0) + n);
-        return seq;
-      });
-    }
-
-    async last() {
-      return this.state.get('last') ?? 0;
+    docOf(seq, k) {
+      const fields = Object.fromEntries(Array.from({ length: LEDGER_FIELDS }, (_, f) => [`g${f}`, seq * 10 + f]));
+      return { ...super.docOf(seq, k), ...fields };
     }
 
     /** The stored documents, and how many the declared field's index finds. */

@@ -5,11 +5,9 @@
 const test = require('ava');
 const path = require('node:path');
 const dc = require('node:diagnostics_channel');
-const { WebSocket } = require('ws');
 const { open } = require('../..');
 const { Inner, Outer, Ringer, seen } = require('../fixtures/observe-workers');
-const { Room } = require('../fixtures/socket-workers');
-const { serve } = require('../fixtures/socket-server');
+const { sayInRoom } = require('../helpers/room');
 const { tmpDir } = require('../helpers/tmp');
 const { until } = require('../helpers/poll');
 
@@ -147,14 +145,7 @@ serial('an eviction is published with its reason', async (t) => {
 serial('a hibernatable socket event is traced with its worker and kind', async (t) => {
   const r = record(t);
   const host = await openHost(t);
-  const server = await serve((ws, [room, user]) => host.get(Room, room).join(ws, user));
-  t.teardown(() => server.close());
-  const ws = new WebSocket(server.url('/obs/ann'));
-  t.teardown(() => ws.terminate());
-  const replies = [];
-  ws.on('message', (d) => replies.push(String(d)));
-  await until(() => replies.length >= 1, 10_000, 'the welcome');
-  ws.send('hello');
+  await sayInRoom(t, host);
   await until(() => r.of('socket', (c) => c.event === 'message').some((e) => e.phase === 'asyncEnd'), 10_000, 'the message event');
   const ev = r.of('socket', (c) => c.event === 'message')[0].ctx;
   t.like(ev, { class: 'Room', id: 'obs', event: 'message' });

@@ -16,9 +16,7 @@ const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-asyn
 const { instrument } = require('durable-workers/otel');
 const { open } = require('../..');
 const { Inner, Outer, Ringer } = require('../fixtures/observe-workers');
-const { WebSocket } = require('ws');
-const { Room } = require('../fixtures/socket-workers');
-const { serve: serveSockets } = require('../fixtures/socket-server');
+const { sayInRoom } = require('../helpers/room');
 const { tmpDir } = require('../helpers/tmp');
 const { until } = require('../helpers/poll');
 
@@ -257,14 +255,7 @@ serial('an alarm run on a shard is reported after the fact; a lost shard is an e
 serial('a hibernatable socket event is a root span with its worker and kind', async (t) => {
   const { exporter } = tracing(t);
   const host = await openHost(t);
-  const server = await serveSockets((ws, [room, user]) => host.get(Room, room).join(ws, user));
-  t.teardown(() => server.close());
-  const ws = new WebSocket(server.url('/obs/ann'));
-  t.teardown(() => ws.terminate());
-  const replies = [];
-  ws.on('message', (d) => replies.push(String(d)));
-  await until(() => replies.length >= 1, 10_000, 'the welcome');
-  ws.send('hello');
+  await sayInRoom(t, host);
   await until(() => exporter.getFinishedSpans().some((s) => s.name === 'socket Room.message'), 10_000, 'the message span');
   const span = exporter.getFinishedSpans().find((s) => s.name === 'socket Room.message');
   t.deepEqual(span.attributes, { 'durable_workers.class': 'Room', 'durable_workers.id': 'obs', 'durable_workers.socket.event': 'message' });

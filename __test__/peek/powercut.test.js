@@ -37,12 +37,11 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const readline = require('node:readline');
-const { spawn } = require('node:child_process');
 const { nodeAdapter } = require('durable-workers/peek');
 const { inspect } = require('../../js/tools/inspect');
-const { available, mount } = require('../helpers/powercut');
-const { ROUNDS, BASE_SEED, prng, integrity, catalogCheck } = require('../helpers/powercut-rounds');
+const { mount } = require('../helpers/powercut');
+const { ROUNDS, BASE_SEED, prng, integrity, catalogCheck, powerTestOf } = require('../helpers/powercut-rounds');
+const { serve } = require('../helpers/peek');
 const { slowSyncEnv } = require('../helpers/slowsync');
 const { tmpDir } = require('../helpers/tmp');
 const { until, sleep } = require('../helpers/poll');
@@ -54,36 +53,12 @@ const SLACK = 100;
 const SECOND = 1000;
 /** Every fsync of the supervisor takes this much longer, like a slow disk: a write acknowledged before its sync has landed is then caught more often. */
 const SYNC_MS = 5;
-const BIN = path.join(__dirname, '..', '..', 'bin', 'durable-workers.js');
 
-const can = available();
-const powerTest = can.ok ? test.serial : test.skip;
-if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
+const powerTest = powerTestOf(test);
 
-/**
- * The real `durable-workers peek serve <workers> --state <state> --json`, as
- * helpers/peek.js's serve() starts it (JSON lines collected, each stamped with
- * `at`, when it was read), but with slow syncs (SYNC_MS) and a promise for the
- * end of its output (`closed`): every line written before a kill is read by then.
- */
+/** The real `durable-workers peek serve <workers> --state <state> --json` (helpers/peek.js), its syncs slowed by SYNC_MS. */
 function startServe(t, workers, state) {
-  const proc = spawn(process.execPath, [BIN, 'peek', 'serve', workers, '--state', state, '--json'], { env: slowSyncEnv(SYNC_MS), stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines = [];
-  let stderr = '';
-  readline.createInterface({ input: proc.stdout }).on('line', (l) => {
-    try {
-      lines.push({ ...JSON.parse(l), at: Date.now() });
-    } catch {
-      stderr += `${l}\n`;
-    }
-  });
-  proc.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  const closed = new Promise((resolve) => proc.once('close', resolve));
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  return { proc, lines, exited, closed, stderr: () => stderr };
+  return serve(t, workers, ['--state', state], { env: slowSyncEnv(SYNC_MS) });
 }
 
 /** Throws, with its stderr, if the supervisor has exited: a wait for its output then ends at once. */
