@@ -289,6 +289,15 @@ function summary(results, slowResults, shopRows, slowShopRows, device) {
     if (where === '' && perCpu(dw) !== null && perCpu(base) !== null) {
       rows.push(['shop journeys per server CPU-second', formatNumber(perCpu(dw)), formatNumber(perCpu(base)), 'better-sqlite3 over node:http', formatRatio(perCpu(dw) / perCpu(base))]);
     }
+    // What observing costs the server (bench/shop/observe.js).
+    for (const [re, label] of [
+      [/channels subscribed/, 'shop journeys per server CPU-second, every channel subscribed'],
+      [/OpenTelemetry/, 'shop journeys per server CPU-second, OpenTelemetry spans'],
+    ]) {
+      const observed = find(re);
+      if (where === '' && perCpu(observed) !== null && perCpu(dw) !== null)
+        rows.push([label, formatNumber(perCpu(observed)), formatNumber(perCpu(dw)), 'the same, no subscriber', formatRatio(perCpu(observed) / perCpu(dw))]);
+    }
   }
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio'], rows, ['left', 'right', 'right', 'left', 'right']);
 }
