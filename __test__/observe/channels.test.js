@@ -105,7 +105,7 @@ serial('a commit is traced with its counts and timings, attributed to the call w
   t.like(c, { class: 'Inner', id: 'i', keys: 1, documents: 1, alarms: 0 });
   t.is(c.call, call, 'the commit names the call it carries');
   t.true(c.bytes > 10, `bytes ${c.bytes}`);
-  for (const k of ['queuedMs', 'syncMs', 'durationMs']) t.true(c[k] >= 0 && Number.isFinite(c[k]), `${k} ${c[k]}`);
+  for (const k of ['waitMs', 'queuedMs', 'syncMs', 'durationMs']) t.true(c[k] >= 0 && Number.isFinite(c[k]), `${k} ${c[k]}`);
   t.true(c.syncMs <= c.durationMs + 1);
   t.deepEqual(r.phases('commit', c), ['start', 'end', 'asyncStart', 'asyncEnd']);
   // The commit lands before the call's result is released.

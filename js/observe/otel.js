@@ -153,6 +153,7 @@ function instrument(options = {}) {
     (ctx, state) => {
       if (ctx.error !== undefined) return;
       state.span.setAttributes({ [`${ATTR}.commit.queued_ms`]: ctx.queuedMs, [`${ATTR}.commit.sync_ms`]: ctx.syncMs, [`${ATTR}.commit.duration_ms`]: ctx.durationMs });
+      if (typeof ctx.waitMs === 'number') state.span.setAttribute(`${ATTR}.commit.wait_ms`, ctx.waitMs);
     },
   );
 

@@ -24,11 +24,12 @@ function batchShape(batch) {
 /**
  * Runs `submit` (one commit of `batch`, resolving with the commit thread's
  * report [id, code, message, queuedMicros, ranMicros]) as a traced commit of
- * the worker; `call` is the traced call it is attributed to, if any; `time`
- * the class's commit-latency histogram (ms), if the host keeps metrics.
+ * the worker; `call` is the traced call it is attributed to, if any, which
+ * flushed at `waitedFrom` (performance.now()); `time` the class's
+ * commit-latency histogram (ms), if the host keeps metrics.
  * @returns {Promise<unknown>}
  */
-function tracedCommit(className, id, batch, call, time, submit) {
+function tracedCommit(className, id, batch, call, waitedFrom, time, submit) {
   if (!channels.commit.hasSubscribers) {
     if (time === undefined) return submit();
     const t0 = performance.now();
@@ -38,7 +39,10 @@ function tracedCommit(className, id, batch, call, time, submit) {
     });
   }
   const t0 = performance.now();
-  const ctx = { class: className, id, call, ...batchShape(batch), queuedMs: 0, syncMs: 0, durationMs: 0 };
+  // The wait: behind the commit in flight, from when the call's result first
+  // needed this one (not known here for a shard's commit: null).
+  const waitMs = call === undefined ? 0 : waitedFrom === undefined ? null : Math.max(0, t0 - waitedFrom);
+  const ctx = { class: className, id, call, ...batchShape(batch), waitMs, queuedMs: 0, syncMs: 0, durationMs: 0 };
   return channels.commit.tracePromise(
     () =>
       submit().then((r) => {

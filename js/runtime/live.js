@@ -22,6 +22,7 @@ const { fromNative, label } = require('../api/errors');
 const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
 const { unpackRows } = require('../collections/result-rows');
+const { performance } = require('node:perf_hooks');
 const { tracedCommit, tracedAlarm, tracedSocketEvent } = require('../observe/trace');
 
 /** What a worker that has never been written loads. */
@@ -47,6 +48,8 @@ class LiveWorker extends QueuedWorker {
   #stateRuntime;
   /** The traced call the next commit is attributed to: the first to flush since the last commit started. */
   #commitTrace = undefined;
+  /** When that call flushed (performance.now()): the commit's wait starts there. */
+  #commitWaitFrom = 0;
 
   /**
    * @param {import('./host-port').HostPort} host
@@ -75,7 +78,7 @@ class LiveWorker extends QueuedWorker {
     const write = (changes) => {
       const trace = this.#commitTrace;
       this.#commitTrace = undefined;
-      return tracedCommit(binding.name, id, changes, trace, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
+      return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
     };
     const storage = {
       write,
@@ -173,7 +176,10 @@ class LiveWorker extends QueuedWorker {
     }
     // The gate: the result leaves only once the commit carrying this call's
     // writes (and every earlier one) has landed.
-    if (e.frame.trace !== undefined) this.#commitTrace ??= e.frame.trace;
+    if (e.frame.trace !== undefined && this.#commitTrace === undefined) {
+      this.#commitTrace = e.frame.trace;
+      this.#commitWaitFrom = performance.now();
+    }
     const barrier = this.state.flush();
     if (barrier === null) {
       if (ok) e.resolve(out);

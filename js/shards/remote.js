@@ -237,7 +237,7 @@ class RemoteWorker extends QueuedWorker {
         if (n === null) p = Promise.reject(new DurableError(codes.CLOSED, `${this.who}: closed`));
         else if (msg.op === OP.closeFile) p = submit();
         // A shard's commit is published here, on the host thread, attributed to the host's traced call.
-        else p = tracedCommit(this.binding.name, this.id, msg.changes, this.host.traceOf(msg.trace), this.host.metrics.commitSeries(this.binding.name), submit);
+        else p = tracedCommit(this.binding.name, this.id, msg.changes, this.host.traceOf(msg.trace), undefined, this.host.metrics.commitSeries(this.binding.name), submit);
         this.#track(p).then(
           () => {
             if (msg.op === OP.closeFile && this.#native === n) this.#native = null;
