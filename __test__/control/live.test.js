@@ -22,7 +22,7 @@ test('inspect asks the process serving the directory, and says the summary came 
   t.true(text.stdout.startsWith(`${dir}\n  live: asked the process serving it (pid ${owner.pid}) over its control socket\n`), text.stdout);
   t.regex(text.stdout, /^\s+Counter\s+[1-5]\s+[0-5]\s+\d/m);
   t.regex(text.stdout, /^\s+Reminder\s+1\s+1\s/m);
-  t.regex(text.stdout, /pending alarms: 1\n.*in (59|60)m\s+Reminder "r1"/);
+  t.regex(text.stdout, /pending alarms: 1\n.*in (59m|60m|1h 0m)\s+Reminder "r1"/);
 
   const json = await cli(['inspect', dir, '--json']);
   t.is(json.status, 0, json.stderr);
@@ -147,7 +147,7 @@ if (tmuxMissing) console.log(`control/live: skipping the terminal test: ${tmuxMi
       100,
     );
     t.regex(shown, /durable-workers top {2}\S+data {2}pid \d+/);
-    t.regex(shown, /next alarms {2}\(1 pending\)\n {2}in (59|60)m .*Reminder "r1"/);
+    t.regex(shown, /next alarms {2}\(1 pending\)\n {2}in (59m|60m|1h 0m) .*Reminder "r1"/);
     t.regex(shown, /shards {2}none/);
     t.false(shown.includes('\x1b'), 'escape codes are for the terminal, not on screen');
     const heading = (s) => s.split('\n').find((l) => l.startsWith('busiest workers')) ?? '';

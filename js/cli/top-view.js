@@ -8,6 +8,9 @@
 // included: they are shown quoted, with every control character escaped, so
 // an id can never move the cursor or recolour the terminal.
 
+// Due times as inspect says them.
+const { relative } = require('./inspect');
+
 /** Per-second rates between two snapshots; null for the first. */
 function rates(prev, cur) {
   if (prev === null || cur.at <= prev.at) return { calls: null, commits: null, syncs: null };
@@ -68,17 +71,6 @@ function rate(v) {
 function ms(v) {
   if (v === null || v === undefined) return '–';
   return v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v).toLocaleString('en-US')} ms`;
-}
-
-/** "in 3m", "40s ago", as inspect says it. */
-function relative(msFromNow) {
-  const s = Math.round(Math.abs(msFromNow) / 1000);
-  let text;
-  if (s < 60) text = `${s}s`;
-  else if (s < 3600) text = `${Math.floor(s / 60)}m`;
-  else if (s < 86400) text = `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-  else text = `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
-  return msFromNow >= 0 ? `in ${text}` : `${text} ago`;
 }
 
 function n(v) {
