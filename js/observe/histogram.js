@@ -54,4 +54,4 @@ class Histogram {
   }
 }
 
-module.exports = { Histogram, MS_BOUNDS };
+module.exports = { Histogram };

@@ -19,14 +19,13 @@ class Observer {
   }
 
   /**
-   * Runs a call, `run(trace)`, as a traced call when the call channel has
-   * subscribers (trace: its context), else as itself (trace: undefined).
+   * Runs a call, `run(trace)`, as a traced call (the host asks `tracing`
+   * first: untraced calls never come here).
    * @param {{ name: string }} binding
    * @param {{ chain: string[], trace?: object } | undefined} caller the calling worker's frame
-   * @param {(trace: object | undefined) => Promise<unknown>} run
+   * @param {(trace: object) => Promise<unknown>} run
    */
   call(binding, id, method, caller, run) {
-    if (!channels.call.hasSubscribers) return run(undefined);
     const trace = { class: binding.name, id, method, chain: caller?.chain ?? [], parent: caller?.trace };
     return channels.call.tracePromise(() => run(trace), trace);
   }
