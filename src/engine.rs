@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -26,6 +27,8 @@ pub struct Counters {
     pub commits: AtomicU64,
     /// Commits that waited for the device (every commit under `Full`).
     pub syncs: AtomicU64,
+    /// Commits written and synced on the JS thread (see `NativeWorker::write_inline`).
+    pub commits_inline: AtomicU64,
     /// Worker files created.
     pub created: AtomicU64,
     /// Value and document bytes handed to SQLite.
@@ -48,7 +51,17 @@ pub struct Engine {
     closed: AtomicBool,
     /// Each class's declared collections.
     schemas: Mutex<HashMap<String, Arc<Schema>>>,
+    /// A moving average of a log sync's time in µs: `u32::MAX` until one has
+    /// been measured, 0 when commits are not synced (`Relaxed`).
+    sync_micros: AtomicU32,
 }
+
+/// Syncs slower than this (on [`Engine::sync_micros`]) are never made on the
+/// JS thread: each would stall its event loop for as long. A millisecond is
+/// about a young-generation GC pause; an SSD syncs in tens to hundreds of
+/// microseconds (this VM's disk: 90 µs, ~300 µs while a log still grows), a
+/// spinning disk or a network volume in milliseconds.
+pub const INLINE_SYNC_MICROS: u32 = 1_000;
 
 impl Engine {
     /// Creates `dir` if needed and takes ownership of it.
@@ -77,6 +90,10 @@ impl Engine {
             counters: Counters::default(),
             closed: AtomicBool::new(false),
             schemas: Mutex::new(HashMap::new()),
+            sync_micros: AtomicU32::new(match durability {
+                Durability::Full => u32::MAX,
+                Durability::Relaxed => 0,
+            }),
         })
     }
 
@@ -89,6 +106,31 @@ impl Engine {
 
     fn schema(&self, class: &str) -> Arc<Schema> {
         self.schemas.lock().get(class).cloned().unwrap_or_default()
+    }
+
+    /// How long a commit's sync takes here, lately (see `sync_micros`).
+    pub fn sync_micros(&self) -> u32 {
+        self.sync_micros.load(Ordering::Relaxed)
+    }
+
+    /// Whether a commit may be synced on the JS thread: the device syncs fast.
+    pub fn syncs_fast(&self) -> bool {
+        self.sync_micros() <= INLINE_SYNC_MICROS
+    }
+
+    fn record_sync(&self, took: Duration) {
+        let us = u32::try_from(took.as_micros()).unwrap_or(u32::MAX - 1);
+        // One weighted eighth per sync: a burst of slow ones moves it within a few.
+        let _ = self
+            .sync_micros
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == u32::MAX {
+                    us
+                } else {
+                    let (old, us) = (i64::from(old), i64::from(us));
+                    (old + (us - old) / 8) as u32
+                })
+            });
     }
 
     pub fn dir(&self) -> &Path {
@@ -241,14 +283,15 @@ impl Worker {
     }
 
     /// Commits one batch on the calling thread, unsynced, when the file is
-    /// open and no one holds it: what it returns must go to
-    /// [`Worker::settle`] on a commit thread before the commit is reported.
-    /// `Ok(None)` when it cannot run here, and [`Worker::write`] must.
+    /// open and no one holds it: what it returns must be synced
+    /// ([`Worker::settle`], or [`Worker::sync`] and a checkpoint when owed)
+    /// before the commit is reported. `Ok(None)` when it cannot run here, and
+    /// [`Worker::write`] must.
     ///
-    /// The host's own workers do not use it: on the JS thread their
-    /// transactions cost the shop 30% of its journeys/s (the commit threads
-    /// write them in parallel with JS). It is the write path for code that
-    /// must write synchronously on the JS thread (SQL run by a class itself).
+    /// The host's workers take it only for a commit alone on an idle event
+    /// loop (`NativeWorker::write_inline`): under load, transactions on the JS
+    /// thread cost the shop 30% of its journeys/s (the commit threads write
+    /// them in parallel with JS).
     pub fn write_now(&self, batch: &Batch) -> Result<Option<Unsynced>> {
         self.engine.check_open()?;
         let Some(mut file) = self.file.try_lock() else {
@@ -268,6 +311,16 @@ impl Worker {
     /// (see [`Unsynced::discard`]): the commit is reported failed, and no later
     /// open finds it.
     pub fn settle(&self, unsynced: Unsynced) -> Result<()> {
+        if self.sync(&unsynced)? {
+            self.checkpoint();
+        }
+        Ok(())
+    }
+
+    /// [`Worker::settle`]'s sync alone: true when the log has grown enough
+    /// that [`Worker::checkpoint`] is owed (by whoever may hold the file for it).
+    pub fn sync(&self, unsynced: &Unsynced) -> Result<bool> {
+        let started = Instant::now();
         if let Err(e) = unsynced.sync(&self.path) {
             if let FileState::Open(f) = std::mem::replace(&mut *self.file.lock(), FileState::Closed)
             {
@@ -278,17 +331,20 @@ impl Worker {
             return Err(e);
         }
         if unsynced.syncs() {
+            self.engine.record_sync(started.elapsed());
             self.engine.counters.syncs.fetch_add(1, Ordering::Relaxed);
         }
-        if unsynced.checkpoint {
-            if let FileState::Open(f) = &*self.file.lock() {
-                // The commit is durable whatever happens here. A checkpoint
-                // that fails (a full disk cannot grow the database file) is
-                // tried again after the next commit, as SQLite's own would be.
-                let _ = f.checkpoint();
-            }
+        Ok(unsynced.checkpoint)
+    }
+
+    /// Checkpoints the log, holding the file. The commits in it are durable
+    /// whatever happens here: a checkpoint that fails (a full disk cannot
+    /// grow the database file) is tried again after the next commit, as
+    /// SQLite's own would be.
+    pub fn checkpoint(&self) {
+        if let FileState::Open(f) = &*self.file.lock() {
+            let _ = f.checkpoint();
         }
-        Ok(())
     }
 
     fn count(&self, batch: &Batch) {

@@ -93,6 +93,7 @@ if (refused !== null) console.log(`files/full-disk: skipped: this machine refuse
   for (let i = 0; i < 20; i++) await a.put(`k${i}`, 'v'.repeat(1000));
   for (let i = 0; i < 20; i++) await a.putDoc(`d${i}`, i, 'x'.repeat(1000));
   await c.put('here', true);
+  t.true(host.stats().commitsInline > 0, 'serial writes are made on the JS thread, so the failure below is met there');
 
   const filler = fill(mnt);
   const big = 'z'.repeat(100_000);

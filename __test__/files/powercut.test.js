@@ -19,7 +19,7 @@ const path = require('node:path');
 const { open } = require('../..');
 const { mount } = require('../helpers/powercut');
 const { tmpDir } = require('../helpers/tmp');
-const { BASE_SEED, engineCuts, must, powerTestOf, idsOf } = require('../helpers/powercut-rounds');
+const { ROUNDS, BASE_SEED, engineCuts, must, powerTestOf, idsOf } = require('../helpers/powercut-rounds');
 const { Counter, Cell, Books, Clock, docsOf } = require('../helpers/powercut-workers');
 
 const powerTest = powerTestOf(test);
@@ -95,6 +95,13 @@ async function deleteCheck(t, host, acks, memo, where) {
   t.deepEqual(wrong.slice(0, 20), [], `${where}: ${wrong.length} of ${memo.state.size} workers wrong`);
 }
 
+/** A serial caller: what counterCheck asks, and its commits were made on the JS thread (Commits#write). */
+async function serialCheck(t, host, acks, memo, where, round) {
+  await counterCheck(1)(t, host, acks, memo, where);
+  memo.inline = (memo.inline ?? 0) + Math.max(0, ...acks.filter(([kind]) => kind === 'i').map(([, n]) => Number(n)));
+  if (round === ROUNDS - 1) t.true(memo.inline > 0, `${memo.inline} of the serial caller's commits were made on the JS thread`);
+}
+
 /** Alarms: every setAlarm that resolved is there, at its time. */
 async function alarmsCheck(t, host, acks, memo, where) {
   memo.set ??= [];
@@ -111,6 +118,7 @@ const SCENARIOS = [
   ['acknowledged increments through the output gate (4 workers, 12 concurrent callers each)', 'counter', counterCheck(12)],
   ['acknowledged new workers exist, listed, with their value (each written once, built aside and renamed in)', 'create', createCheck],
   ['transactions of documents and keys are there wholly up to the last acknowledged, none in part', 'books', booksCheck],
+  ['acknowledged increments of a serial caller, its commits made on the JS thread, survive', 'serial', serialCheck],
   ['acknowledged increments survive with maxLive 4 evicting and reopening 24 workers under writes', 'evict', counterCheck(8)],
   ['workers deleted by host.delete or deleteAll, acknowledged, stay deleted', 'delete', deleteCheck],
   ['alarms whose setAlarm resolved are there after the cut, at their time', 'alarms', alarmsCheck],

@@ -12,6 +12,9 @@
 //   counter   4 Counter workers, 12 callers each: `c <worker> <value>`
 //   create    new Cell workers r<round>-<i>, each written once by 8 callers: `n <id> <i>`
 //   books     4 Books workers posting transactions serially: `b <worker> <seq>`
+//   serial    1 Counter worker, one caller, each increment after the last (its commits are
+//             alone, so written and synced on the JS thread): `c s0 <value>`, and every
+//             50th acknowledgement `i <stats().commitsInline>`
 //   evict     24 Counter workers, maxLive 4, 8 callers on random workers: `c <worker> <value>`
 //   delete    Cell workers written, then deleted by host.delete or wiped by deleteAll:
 //             `p <id>` (written), `d <id>` (host.delete resolved), `w <id>` (deleteAll resolved)
@@ -77,6 +80,14 @@ const scenarios = {
       const b = host.get(Books, `b${w}`);
       for (let seq = (await b.last()) + 1; ; seq++) ack(`b b${w} ${await b.post(seq)}`);
     });
+  },
+
+  async serial(host) {
+    const c = host.get(Counter, 's0');
+    for (let k = 1; ; k++) {
+      ack(`c s0 ${await c.inc()}`);
+      if (k % 50 === 0) ack(`i ${host.stats().commitsInline}`);
+    }
   },
 
   async evict(host) {

@@ -94,6 +94,7 @@ class Observer {
       alarmsFailed: counts.alarmsFailed,
       commits: n.commits,
       syncs: n.syncs,
+      commitsInline: n.commitsInline,
       catalogCommits: n.catalogCommits,
       created: n.created,
       bytesWritten: n.bytesWritten,

@@ -5,13 +5,29 @@
 // back with that number when the commit has landed. The callback alone would
 // not keep Node's event loop running, so while any commit is in flight a
 // referenced timer does; with none in flight the process may exit.
+//
+// A write that would be alone is made on the JS thread instead, sync and all
+// (`write`): with no other commit in flight the JS thread usually has
+// nothing to do but sleep until the report, and waking it from that sleep
+// costs as much as the write itself (docs/internals.md, Threads). Three
+// rules keep that from costing anyone else. Only when no commit is in
+// flight: under load the commit threads keep syncing in parallel with JS.
+// Only at the end of the loop's turn (in `setImmediate`), and only if no
+// other write came in that turn: one that does sends both to the commit
+// threads, so a turn that ends many calls still shares them out. And only
+// while the device syncs fast: a slow sync would stall the loop for its
+// whole length (the storage core times every sync and declines, see
+// NativeWorker.writeInline; it makes none before it has timed one). Each such write also lets the loop turn once before the
+// next can be made, so a caller writing in a loop never starves timers or
+// sockets.
 
 class Commits {
-  /** @type {Map<number, { resolve: () => void, reject: (err: Error) => void }>} */
+  /** @type {Map<number, { resolve: (report: unknown[]) => void, reject: (err: Error) => void }>} */
   #waiting = new Map();
   #next = 1;
   #keepAlive;
-
+  /** A write waiting for the end of the turn to be made on the JS thread, if it is still alone then. */
+  #alone = null;
   constructor() {
     this.#keepAlive = setInterval(() => {}, 2 ** 30);
     this.#keepAlive.unref();
@@ -31,6 +47,17 @@ class Commits {
     };
   }
 
+  #id() {
+    const id = this.#next;
+    this.#next = this.#next >= 0xffffffff ? 1 : this.#next + 1;
+    return id;
+  }
+
+  #wait(id, resolve, reject) {
+    if (this.#waiting.size === 0) this.#keepAlive.ref();
+    this.#waiting.set(id, { resolve, reject });
+  }
+
   /**
    * Runs one native operation on a commit thread.
    * @param {(id: number) => void} start hands the operation to the native side under `id`
@@ -38,12 +65,58 @@ class Commits {
    */
   submit(start) {
     return new Promise((resolve, reject) => {
-      const id = this.#next;
-      this.#next = this.#next >= 0xffffffff ? 1 : this.#next + 1;
+      const id = this.#id();
       start(id);
-      if (this.#waiting.size === 0) this.#keepAlive.ref();
-      this.#waiting.set(id, { resolve, reject });
+      this.#wait(id, resolve, reject);
     });
+  }
+
+  /**
+   * Runs one write, on the JS thread at the end of this turn when it is
+   * alone (see above), else on a commit thread. Settles as `submit` does.
+   * @param {(id: number, inline: boolean) => number} start with `inline`, writes now and returns the µs it
+   *   took, or -1 when it could not and handed the write to a commit thread under `id` instead
+   * @returns {Promise<[number, string, string, number, number]>}
+   */
+  write(start) {
+    const alone = this.#alone;
+    if (alone !== null) {
+      this.#alone = null;
+      this.#handOff(alone);
+    } else if (this.#waiting.size === 0) {
+      return new Promise((resolve, reject) => {
+        const w = { start, resolve, reject };
+        this.#alone = w;
+        setImmediate(() => this.#inline(w));
+      });
+    }
+    return new Promise((resolve, reject) => this.#handOff({ start, resolve, reject }));
+  }
+
+  #handOff(w) {
+    const id = this.#id();
+    try {
+      w.start(id, false);
+    } catch (err) {
+      return w.reject(err);
+    }
+    this.#wait(id, w.resolve, w.reject);
+  }
+
+  #inline(w) {
+    if (this.#alone !== w) return;
+    this.#alone = null;
+    // Something else was handed to a commit thread since (a close).
+    if (this.#waiting.size !== 0) return this.#handOff(w);
+    const id = this.#id();
+    let us;
+    try {
+      us = w.start(id, true);
+    } catch (err) {
+      return w.reject(err);
+    }
+    if (us < 0) return this.#wait(id, w.resolve, w.reject);
+    w.resolve([id, '', '', 0, Math.round(us)]);
   }
 
   /** Stops holding the event loop open (the host is closed). */

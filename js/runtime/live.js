@@ -78,7 +78,11 @@ class LiveWorker extends QueuedWorker {
     const write = (changes) => {
       const trace = this.#commitTrace;
       this.#commitTrace = undefined;
-      return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
+      const submit =
+        native.writeInline === undefined
+          ? () => commits.submit((cid) => native.write(cid, changes, trace))
+          : () => commits.write((cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)));
+      return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, submit);
     };
     const storage = {
       write,

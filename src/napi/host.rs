@@ -312,6 +312,7 @@ impl NativeHost {
         NativeStats {
             commits: n(&c.commits),
             syncs: n(&c.syncs),
+            commits_inline: n(&c.commits_inline),
             catalog_commits: self.engine.catalog_commits() as f64,
             created: n(&c.created),
             bytes_written: n(&c.bytes_written),

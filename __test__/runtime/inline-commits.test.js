@@ -1,0 +1,79 @@
+'use strict';
+// Commits made on the JS thread (runtime/commits.js): a write alone on an
+// idle loop is written and synced there, and only then. A serial writer's
+// commits go that way; a turn that ends many workers' calls hands every
+// commit to the commit threads; a slow device never stalls the loop; and a
+// caller writing in a loop does not starve timers. That each such commit is
+// still synced before its result leaves is files/powercut's serial scenario.
+const test = require('ava');
+const path = require('node:path');
+const { fork } = require('node:child_process');
+const { once } = require('node:events');
+const { open } = require('../..');
+const { Box } = require('../fixtures/workers');
+const { tmpDir } = require('../helpers/tmp');
+const { slowSyncEnv } = require('../helpers/slowsync');
+
+async function host(t) {
+  const h = await open({ dir: tmpDir(t) });
+  t.teardown(() => h.close());
+  return h;
+}
+
+const delta = (after, before) => ({ commits: after.commits - before.commits, inline: after.commitsInline - before.commitsInline });
+
+test.serial('a serial writer’s commits are made on the JS thread, and its results are what it wrote', async (t) => {
+  const h = await host(t);
+  const box = h.get(Box, 'serial');
+  await box.put('n', -1);
+  const before = h.stats();
+  for (let i = 0; i < 300; i++) await box.put('n', i);
+  const d = delta(h.stats(), before);
+  t.is(d.commits, 300);
+  // A checkpoint on a commit thread holds the file now and then: that commit goes there.
+  t.true(d.inline >= 270, `${d.inline} of 300 made on the JS thread`);
+  t.is(await box.read('n'), 299);
+});
+
+test.serial('commits of many workers ended in one turn all go to the commit threads', async (t) => {
+  const h = await host(t);
+  const boxes = Array.from({ length: 16 }, (_, i) => h.get(Box, `b${i}`));
+  for (const b of boxes) await b.put('n', -1);
+  const before = h.stats();
+  for (let round = 0; round < 20; round++) await Promise.all(boxes.map((b) => b.put('n', round)));
+  const d = delta(h.stats(), before);
+  t.is(d.commits, 320);
+  t.is(d.inline, 0);
+});
+
+test.serial('a caller writing in a loop lets timers run between its commits', async (t) => {
+  const h = await host(t);
+  const box = h.get(Box, 'loop');
+  for (let i = 0; i < 5; i++) await box.put('n', i);
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
+  const until = performance.now() + 400;
+  const before = h.stats();
+  let writes = 0;
+  while (performance.now() < until) await box.put('n', writes++);
+  clearInterval(timer);
+  const d = delta(h.stats(), before);
+  t.true(d.inline > d.commits / 2, `${d.inline} of ${d.commits} made on the JS thread`);
+  // 80 at most. Were these commits made in a microtask instead of at the
+  // turn's end, the loop would turn only when a checkpoint sent one to a
+  // commit thread: about 20 ticks here.
+  t.true(ticks >= 40, `${ticks} ticks of a 5 ms timer in 400 ms of serial writes`);
+});
+
+test.serial('on a slow device (5 ms a sync) no commit is made on the JS thread', async (t) => {
+  t.timeout(60_000);
+  const child = fork(path.join(__dirname, '..', 'fixtures', 'serial-writes.js'), [tmpDir(t), '40'], {
+    env: slowSyncEnv(5),
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const [msg] = await once(child, 'message');
+  await once(child, 'exit');
+  t.true(msg.preloaded, 'the child runs under the slow-sync shim');
+  t.is(msg.stats.commits, 40);
+  t.is(msg.stats.commitsInline, 0);
+});
