@@ -30,8 +30,8 @@ test.serial('a serial writer’s commits are made on the JS thread, and its resu
   for (let i = 0; i < 300; i++) await box.put('n', i);
   const d = delta(h.stats(), before);
   t.is(d.commits, 300);
-  // A checkpoint on a commit thread holds the file now and then: that commit goes there.
-  t.true(d.inline >= 270, `${d.inline} of 300 made on the JS thread`);
+  // A sync slower than a millisecond (a loaded machine) sends a few to the commit threads.
+  t.true(d.inline >= 285, `${d.inline} of 300 made on the JS thread`);
   t.is(await box.read('n'), 299);
 });
 
@@ -60,8 +60,7 @@ test.serial('a caller writing in a loop lets timers run between its commits', as
   const d = delta(h.stats(), before);
   t.true(d.inline > d.commits / 2, `${d.inline} of ${d.commits} made on the JS thread`);
   // 80 at most. Were these commits made in a microtask instead of at the
-  // turn's end, the loop would turn only when a checkpoint sent one to a
-  // commit thread: about 20 ticks here.
+  // turn's end, the loop would never turn: none.
   t.true(ticks >= 40, `${ticks} ticks of a 5 ms timer in 400 ms of serial writes`);
 });
 

@@ -111,11 +111,14 @@ impl NativeWorker {
 
     /// `write` on the JS thread, synced there too, when the worker's file is
     /// open and free and the device syncs fast (`Engine::syncs_fast`): the
-    /// microseconds it took, and nothing is reported through `on_done`. Otherwise the same as `write` (on a commit thread,
-    /// reported under `id`), and -1. A checkpoint the commit makes due runs on
-    /// a commit thread. For a commit alone on an idle event loop (see
-    /// `js/runtime/commits.js`): a commit thread's report would wake the JS
-    /// thread from its sleep, which costs as much as the write itself.
+    /// microseconds it took, and nothing is reported through `on_done`.
+    /// Otherwise the same as `write` (on a commit thread, reported under
+    /// `id`), and -1. A checkpoint the commit makes due runs here too, as it
+    /// would on a commit thread (every `wal::CHECKPOINT_PAGES` frames): run
+    /// there, it held the file and sent the next write to a thread as well.
+    /// For a commit alone on an idle event loop (see `js/runtime/commits.js`):
+    /// a commit thread's report would wake the JS thread from its sleep,
+    /// which costs as much as the write itself.
     #[napi]
     pub fn write_inline(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<f64> {
         let batch = to_batch(env, self.inner.schema(), changes)?;
@@ -135,21 +138,14 @@ impl NativeWorker {
             Err(e) => return Err(to_js(env, &e)),
         };
         let checkpoint = self.inner.sync(&unsynced).map_err(|e| to_js(env, &e))?;
-        let micros = started.elapsed().as_secs_f64() * 1e6;
         let counters = &self.inner.engine().counters;
         counters
             .commits_inline
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if checkpoint {
-            let worker = self.inner.clone();
-            // Not reported: the commit already is. A host closing meanwhile
-            // runs it before its threads end, or the next commit owes it.
-            let _ = self.io.committer.submit(Box::new(move || {
-                let _ =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.checkpoint()));
-            }));
+            self.inner.checkpoint();
         }
-        Ok(micros)
+        Ok(started.elapsed().as_secs_f64() * 1e6)
     }
 
     /// Checkpoints and closes the file on a commit thread; `on_done(id, …)`
