@@ -28,6 +28,35 @@ function isPlainObject(v) {
   return proto === Object.prototype || proto === null;
 }
 
+/** Field `name` of `decl` as a query names it (`what`, for the message); an undeclared one only when scanning. */
+function fieldOf(decl, name, what, scan, who) {
+  const index = decl.fieldIndex.get(name);
+  if (index !== undefined) return { field: name, index, type: decl.fields[index].type };
+  if (scan) return { field: name, index: -1, type: null };
+  throw new DurableError(
+    codes.NOT_INDEXED,
+    `${who()}: ${what} ${JSON.stringify(name)} is not a declared field of collection ${decl.name} (declared: ${decl.fields.map((f) => f.name).join(', ') || 'none'}); declare it in static collections, or pass scan: true to read every document`,
+  );
+}
+
+/** `v` compared with field `f` by `op`, as the column holds it. */
+function valueOf(decl, f, v, op, who) {
+  if (v === undefined || (v === null && op !== EQ && op !== NE)) {
+    throw new TypeError(`${who()}: where.${f.field} compares with ${v}; only $eq and $ne take null`);
+  }
+  if (f.type === null) return scalar(v);
+  const c = toColumn(f.type, v, true);
+  if (c === undefined) {
+    throw new DurableError(
+      codes.TYPE,
+      `${who()}: where.${f.field} gives ${describe(v)}, but ${f.field} of collection ${decl.name} is declared ${f.type} (${WANT[f.type]}${f.type === 'date' ? ' or epoch milliseconds' : ''})`,
+    );
+  }
+  return c;
+}
+
+const condOf = (f, op, values) => ({ field: f.field, index: f.index, type: f.type, op, values });
+
 /**
  * Checks a query against collection `decl` and normalizes its values.
  * @param {import('./declarations').Decl} decl
@@ -40,49 +69,35 @@ function plan(decl, q, { scan, who }) {
   if (where !== undefined && !isPlainObject(where)) {
     throw new TypeError(`${who()}: where must be an object of { field: value | { $op: value } }`);
   }
-  const field = (name, what) => {
-    const index = decl.fieldIndex.get(name);
-    if (index !== undefined) return { field: name, index, type: decl.fields[index].type };
-    if (scan) return { field: name, index: -1, type: null };
-    throw new DurableError(
-      codes.NOT_INDEXED,
-      `${who()}: ${what} ${JSON.stringify(name)} is not a declared field of collection ${decl.name} (declared: ${decl.fields.map((f) => f.name).join(', ') || 'none'}); declare it in static collections, or pass scan: true to read every document`,
-    );
-  };
-  const value = (f, v, op) => {
-    if (v === undefined || (v === null && op !== EQ && op !== NE)) {
-      throw new TypeError(`${who()}: where.${f.field} compares with ${v}; only $eq and $ne take null`);
-    }
-    if (f.type === null) return scalar(v);
-    const c = toColumn(f.type, v, true);
-    if (c === undefined) {
-      throw new DurableError(
-        codes.TYPE,
-        `${who()}: where.${f.field} gives ${describe(v)}, but ${f.field} of collection ${decl.name} is declared ${f.type} (${WANT[f.type]}${f.type === 'date' ? ' or epoch milliseconds' : ''})`,
-      );
-    }
-    return c;
-  };
   const conds = [];
-  for (const name of where === undefined ? [] : Object.keys(where)) {
-    const f = field(name, 'where names field');
-    const given = where[name];
-    if (!isPlainObject(given)) {
-      conds.push({ ...f, op: EQ, values: [value(f, given, EQ)] });
-      continue;
-    }
-    const keys = Object.keys(given);
-    if (keys.length === 0) throw new TypeError(`${who()}: where.${name} is an empty object; give a value or { $op: value }`);
-    for (const k of keys) {
-      const op = Object.hasOwn(OPS, k) ? OPS[k] : undefined;
-      if (op === undefined) {
-        throw new TypeError(`${who()}: where.${name} uses ${JSON.stringify(k)}; the operators are ${Object.keys(OPS).join(', ')}`);
+  if (where !== undefined) {
+    for (const name in where) {
+      if (!Object.hasOwn(where, name)) continue;
+      const f = fieldOf(decl, name, 'where names field', scan, who);
+      const given = where[name];
+      if (!isPlainObject(given)) {
+        conds.push(condOf(f, EQ, [valueOf(decl, f, given, EQ, who)]));
+        continue;
       }
-      if (op === IN) {
-        if (!Array.isArray(given[k])) throw new TypeError(`${who()}: where.${name}.$in takes an array`);
-        conds.push({ ...f, op, values: given[k].map((v) => value(f, v, IN)) });
-      } else {
-        conds.push({ ...f, op, values: [value(f, given[k], op)] });
+      const keys = Object.keys(given);
+      if (keys.length === 0) throw new TypeError(`${who()}: where.${name} is an empty object; give a value or { $op: value }`);
+      for (const k of keys) {
+        const op = Object.hasOwn(OPS, k) ? OPS[k] : undefined;
+        if (op === undefined) {
+          throw new TypeError(`${who()}: where.${name} uses ${JSON.stringify(k)}; the operators are ${Object.keys(OPS).join(', ')}`);
+        }
+        if (op === IN) {
+          if (!Array.isArray(given[k])) throw new TypeError(`${who()}: where.${name}.$in takes an array`);
+          conds.push(
+            condOf(
+              f,
+              op,
+              given[k].map((v) => valueOf(decl, f, v, IN, who)),
+            ),
+          );
+        } else {
+          conds.push(condOf(f, op, [valueOf(decl, f, given[k], op, who)]));
+        }
       }
     }
   }
@@ -93,7 +108,7 @@ function plan(decl, q, { scan, who }) {
     if (typeof name !== 'string' || (dir !== 'asc' && dir !== 'desc')) {
       throw new TypeError(`${who()}: orderBy is a field name or [field, 'asc' | 'desc']`);
     }
-    order = field(name, 'orderBy names field');
+    order = fieldOf(decl, name, 'orderBy names field', scan, who);
     desc = dir === 'desc';
   }
   const limit = q.limit;
