@@ -35,6 +35,19 @@ test.serial('a serial writer’s commits are made on the JS thread, and its resu
   t.is(await box.read('n'), 299);
 });
 
+test.serial('a bulk write, alone, still goes to a commit thread', async (t) => {
+  const h = await host(t);
+  const box = h.get(Box, 'bulk');
+  for (let i = 0; i < 5; i++) await box.put('n', i);
+  const before = h.stats();
+  await box.putMany(Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`k${i}`, i])));
+  await box.put('n', 'small');
+  const d = delta(h.stats(), before);
+  t.is(d.commits, 2);
+  t.is(d.inline, 1, 'the write of 200 keys went to a thread, the write of one did not');
+  t.is((await box.keys()).length, 201);
+});
+
 test.serial('commits of many workers ended in one turn all go to the commit threads', async (t) => {
   const h = await host(t);
   const boxes = Array.from({ length: 16 }, (_, i) => h.get(Box, `b${i}`));

@@ -117,4 +117,4 @@ function tracedSocketEvent(className, id, desc, run) {
   return channels.socket.tracePromise(async () => run(), { class: className, id, event: desc?.type });
 }
 
-module.exports = { tracedCommit, tracedAlarm, alarmRanOnShard, tracedSocketEvent };
+module.exports = { tracedCommit, tracedAlarm, alarmRanOnShard, tracedSocketEvent, batchShape };

@@ -17,7 +17,9 @@
 // threads, so a turn that ends many calls still shares them out. And only
 // while the device syncs fast: a slow sync would stall the loop for its
 // whole length (the storage core times every sync and declines, see
-// NativeWorker.writeInline; it makes none before it has timed one). Each such write also lets the loop turn once before the
+// NativeWorker.writeInline; it makes none before it has timed one). Nor a
+// bulk write, whose transaction alone would hold the loop (the caller says,
+// runtime/live.js). Each such write also lets the loop turn once before the
 // next can be made, so a caller writing in a loop never starves timers or
 // sockets.
 
@@ -28,6 +30,7 @@ class Commits {
   #keepAlive;
   /** A write waiting for the end of the turn to be made on the JS thread, if it is still alone then. */
   #alone = null;
+
   constructor() {
     this.#keepAlive = setInterval(() => {}, 2 ** 30);
     this.#keepAlive.unref();
@@ -73,17 +76,19 @@ class Commits {
 
   /**
    * Runs one write, on the JS thread at the end of this turn when it is
-   * alone (see above), else on a commit thread. Settles as `submit` does.
+   * alone and `small` (see above), else on a commit thread. Settles as
+   * `submit` does.
    * @param {(id: number, inline: boolean) => number} start with `inline`, writes now and returns the µs it
    *   took, or -1 when it could not and handed the write to a commit thread under `id` instead
+   * @param {boolean} small whether the write is small enough to be made on the JS thread
    * @returns {Promise<[number, string, string, number, number]>}
    */
-  write(start) {
+  write(start, small) {
     const alone = this.#alone;
     if (alone !== null) {
       this.#alone = null;
       this.#handOff(alone);
-    } else if (this.#waiting.size === 0) {
+    } else if (small && this.#waiting.size === 0) {
       return new Promise((resolve, reject) => {
         const w = { start, resolve, reject };
         this.#alone = w;

@@ -23,7 +23,7 @@ const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
 const { unpackRows } = require('../collections/result-rows');
 const { performance } = require('node:perf_hooks');
-const { tracedCommit, tracedAlarm, tracedSocketEvent } = require('../observe/trace');
+const { tracedCommit, tracedAlarm, tracedSocketEvent, batchShape } = require('../observe/trace');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
@@ -35,6 +35,18 @@ const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], a
  * with a long call holds the others up for a second at most.
  */
 const ORDER_WAIT_MS = 1000;
+
+/**
+ * Most keys, documents and alarms, and most bytes, a commit may carry and
+ * still be made on the JS thread (./commits.js): a bulk write would hold the
+ * event loop for its whole transaction.
+ */
+const INLINE_MAX = Object.freeze({ entries: 64, bytes: 256 * 1024 });
+
+function inlineable(batch) {
+  const s = batchShape(batch);
+  return s.keys + s.documents + s.alarms <= INLINE_MAX.entries && s.bytes <= INLINE_MAX.bytes;
+}
 
 function waitAtMost(promise, ms) {
   let timer;
@@ -81,7 +93,7 @@ class LiveWorker extends QueuedWorker {
       const submit =
         native.writeInline === undefined
           ? () => commits.submit((cid) => native.write(cid, changes, trace))
-          : () => commits.write((cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)));
+          : () => commits.write((cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)), inlineable(changes));
       return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, submit);
     };
     const storage = {
