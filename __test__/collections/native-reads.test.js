@@ -56,6 +56,31 @@ test('documents come back packed in one buffer and unpack to what was written, i
   t.deepEqual(unpackRows(new Uint8Array(packed)).ids, u.ids);
 });
 
+test('findNow, a find by position, reads what queryNow reads, and refuses a malformed shape', async (t) => {
+  const { host, commits } = open(t);
+  const w = host.worker('C', 'a');
+  await w.register();
+  await writeDocs(
+    w,
+    commits,
+    ['b', 'a', 'c', 'd'],
+    ['1', '2', '3', '4'].map((s) => Buffer.from(s)),
+  );
+  await writeDocs(w, commits, ['e'], [Buffer.from('5')]); // the file is open now
+  const q = { kind: 'find', collection: 0, fields: [], ops: [], counts: [], values: Buffer.alloc(0), desc: true, limit: 2 };
+  const byObject = w.queryNow(q);
+  t.true(Buffer.isBuffer(byObject));
+  t.deepEqual(unpackRows(byObject).ids, ['e', 'd']);
+  // [order + 1, desc, limit + 1, n]: no order, descending, limit 2, no conditions.
+  t.deepEqual(w.findNow(0, Uint32Array.of(0, 1, 3, 0), Buffer.alloc(0)), byObject);
+  t.deepEqual(unpackRows(w.findNow(0, Uint32Array.of(0, 0, 0, 0), Buffer.alloc(0))).ids, ['a', 'b', 'c', 'd', 'e']);
+  for (const shape of [Uint32Array.of(0, 0, 0), Uint32Array.of(0, 0, 0, 1, 0, 0)]) {
+    const err = t.throws(() => w.findNow(0, shape, Buffer.alloc(0)));
+    t.is(err.code, 'ERR_DURABLE_INTERNAL', `shape ${shape}`);
+  }
+  t.is(t.throws(() => w.findNow(0, Uint32Array.of(1, 0, 0, 0), Buffer.alloc(0))).code, 'ERR_DURABLE_INTERNAL', 'an order on an undeclared field');
+});
+
 test('a read runs on the JS thread once the file is open, and answers null until it is', async (t) => {
   const { host, commits } = open(t);
   const w = host.worker('C', 'a');

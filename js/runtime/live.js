@@ -48,6 +48,26 @@ function inlineable(batch) {
   return s.keys + s.documents + s.alarms <= INLINE_MAX.entries && s.bytes <= INLINE_MAX.bytes;
 }
 
+/**
+ * A find with nothing uncommitted to overlay, in the positional form
+ * NativeWorker.findNow takes: [order + 1, desc, limit + 1, n, fields…, ops…,
+ * counts…], 0 for no order or limit.
+ */
+function findShape(q) {
+  const n = q.fields.length;
+  const shape = new Uint32Array(4 + 3 * n);
+  shape[0] = q.order === undefined ? 0 : q.order + 1;
+  shape[1] = q.desc ? 1 : 0;
+  shape[2] = q.limit === undefined ? 0 : q.limit + 1;
+  shape[3] = n;
+  for (let i = 0; i < n; i++) {
+    shape[4 + i] = q.fields[i];
+    shape[4 + n + i] = q.ops[i];
+    shape[4 + 2 * n + i] = q.counts[i];
+  }
+  return shape;
+}
+
 function waitAtMost(promise, ms) {
   let timer;
   return Promise.race([promise, new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
@@ -103,7 +123,7 @@ class LiveWorker extends QueuedWorker {
         native.queryNow === undefined
           ? undefined
           : (q) => {
-              const r = native.queryNow(q);
+              const r = q.kind === 'find' && q.overlay === undefined && native.findNow !== undefined ? native.findNow(q.collection, findShape(q), q.values) : native.queryNow(q);
               return r === null ? null : unpackRows(r);
             },
       getNow: native.getNow === undefined ? undefined : (coll, id) => native.getNow(coll, id),

@@ -334,45 +334,75 @@ pub(crate) enum Read {
     Scan(Option<String>, Option<u32>),
 }
 
+/// Conditions from their parallel arrays (field index, operator code, how
+/// many values each takes) and their encoded values.
+pub(crate) fn to_conds(
+    env: &Env,
+    c: &Collection,
+    fields: &[u32],
+    ops: &[u32],
+    counts: &[u32],
+    values: &[u8],
+) -> napi::Result<Vec<Cond>> {
+    if ops.len() != fields.len() || counts.len() != fields.len() {
+        return Err(invalid(env, "query conditions differ in length"));
+    }
+    let mut values = if values.is_empty() {
+        Vec::new()
+    } else {
+        collections::decode_values(values).map_err(|e| invalid(env, &e))?
+    }
+    .into_iter();
+    let mut out = Vec::with_capacity(fields.len());
+    for ((&field, &op), &n) in fields.iter().zip(ops).zip(counts) {
+        let op = CmpOp::from_code(op).ok_or_else(|| invalid(env, "unknown query operator"))?;
+        if field as usize >= c.fields.len() {
+            return Err(invalid(env, "a condition names an undeclared field"));
+        }
+        let vals: Vec<_> = values.by_ref().take(n as usize).collect();
+        if vals.len() != n as usize || (op != CmpOp::In && n != 1) {
+            return Err(invalid(env, "a condition has the wrong number of values"));
+        }
+        out.push(Cond {
+            field: field as usize,
+            op,
+            values: vals,
+        });
+    }
+    Ok(out)
+}
+
+/// A `find`'s order, checked against the collection's fields.
+pub(crate) fn to_order(
+    env: &Env,
+    c: &Collection,
+    order: Option<u32>,
+) -> napi::Result<Option<usize>> {
+    match order {
+        Some(f) if f as usize >= c.fields.len() => {
+            Err(invalid(env, "the order names an undeclared field"))
+        }
+        o => Ok(o.map(|f| f as usize)),
+    }
+}
+
 pub(crate) fn to_read(env: &Env, c: &Collection, q: &mut QueryJs) -> napi::Result<Read> {
     let conds = || -> napi::Result<Vec<Cond>> {
-        let fields = q.fields.clone().unwrap_or_default();
-        let ops = q.ops.clone().unwrap_or_default();
-        let counts = q.counts.clone().unwrap_or_default();
-        if ops.len() != fields.len() || counts.len() != fields.len() {
-            return Err(invalid(env, "query conditions differ in length"));
-        }
-        let mut values = match &q.values {
-            Some(b) => collections::decode_values(b).map_err(|e| invalid(env, &e))?,
-            None => Vec::new(),
-        }
-        .into_iter();
-        let mut out = Vec::with_capacity(fields.len());
-        for ((field, op), n) in fields.into_iter().zip(ops).zip(counts) {
-            let op = CmpOp::from_code(op).ok_or_else(|| invalid(env, "unknown query operator"))?;
-            if field as usize >= c.fields.len() {
-                return Err(invalid(env, "a condition names an undeclared field"));
-            }
-            let vals: Vec<_> = values.by_ref().take(n as usize).collect();
-            if vals.len() != n as usize || (op != CmpOp::In && n != 1) {
-                return Err(invalid(env, "a condition has the wrong number of values"));
-            }
-            out.push(Cond {
-                field: field as usize,
-                op,
-                values: vals,
-            });
-        }
-        Ok(out)
+        to_conds(
+            env,
+            c,
+            q.fields.as_deref().unwrap_or_default(),
+            q.ops.as_deref().unwrap_or_default(),
+            q.counts.as_deref().unwrap_or_default(),
+            q.values.as_deref().unwrap_or_default(),
+        )
     };
     Ok(match q.kind.as_str() {
         "find" => {
-            if q.order.is_some_and(|f| f as usize >= c.fields.len()) {
-                return Err(invalid(env, "the order names an undeclared field"));
-            }
+            let order = to_order(env, c, q.order)?;
             Read::Find(collections::Query {
                 conds: conds()?,
-                order: q.order.map(|f| f as usize),
+                order,
                 desc: q.desc.unwrap_or(false),
                 limit: q.limit,
             })

@@ -28,6 +28,39 @@ impl Query {
         })
     }
 
+    /// A `find` with nothing uncommitted to apply, from its positional form
+    /// (see `NativeWorker::find_now`).
+    pub(super) fn find(
+        env: &Env,
+        schema: &Schema,
+        collection: u32,
+        shape: &[u32],
+        values: &[u8],
+    ) -> napi::Result<Self> {
+        let (ci, c) = declared(env, schema, collection)?;
+        let bad = || invalid(env, "a find's shape is malformed");
+        let [order, desc, limit, n, rest @ ..] = shape else {
+            return Err(bad());
+        };
+        let n = *n as usize;
+        if rest.len() != 3 * n {
+            return Err(bad());
+        }
+        let (fields, rest) = rest.split_at(n);
+        let (ops, counts) = rest.split_at(n);
+        let opt = |v: u32| v.checked_sub(1);
+        Ok(Query {
+            ci,
+            read: Read::Find(collections::Query {
+                conds: to_conds(env, c, fields, ops, counts, values)?,
+                order: to_order(env, c, opt(*order))?,
+                desc: *desc != 0,
+                limit: opt(*limit),
+            }),
+            overlay: DocChanges::default(),
+        })
+    }
+
     /// Parses `q` against the worker's declared collections.
     pub(super) fn parse(env: &Env, schema: &Schema, mut q: QueryJs) -> napi::Result<Self> {
         let (ci, c) = declared(env, schema, q.collection)?;
