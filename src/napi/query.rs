@@ -43,7 +43,7 @@ impl Query {
             return Err(bad());
         };
         let n = *n as usize;
-        if rest.len() != 3 * n {
+        if n.checked_mul(3) != Some(rest.len()) {
             return Err(bad());
         }
         let (fields, rest) = rest.split_at(n);
