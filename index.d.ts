@@ -363,9 +363,9 @@ export interface HostStats {
   /** Commits that waited for the device. */
   syncs: number;
   /**
-   * Commits written and synced on the JS thread: each was alone, on an event
-   * loop with nothing else to do, and a fast device (the others run on the
-   * commit threads).
+   * Commits written and synced on the JS thread: each was small and alone,
+   * on an event loop with nothing else to do, and a fast device (the others
+   * run on the commit threads).
    */
   commitsInline: number;
   /** Catalog transactions committed (each may carry many workers' changes). */
