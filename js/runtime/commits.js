@@ -80,7 +80,8 @@ class Commits {
    * `submit` does.
    * @param {(id: number, inline: boolean) => number} start with `inline`, writes now and returns the µs it
    *   took, or -1 when it could not and handed the write to a commit thread under `id` instead
-   * @param {boolean} small whether the write is small enough to be made on the JS thread
+   * @param {() => boolean} small whether the write is small enough to be made on the JS thread (asked
+   *   only when it is alone: under load no commit pays for measuring itself)
    * @returns {Promise<[number, string, string, number, number]>}
    */
   write(start, small) {
@@ -88,7 +89,7 @@ class Commits {
     if (alone !== null) {
       this.#alone = null;
       this.#handOff(alone);
-    } else if (small && this.#waiting.size === 0) {
+    } else if (this.#waiting.size === 0 && small()) {
       return new Promise((resolve, reject) => {
         const w = { start, resolve, reject };
         this.#alone = w;

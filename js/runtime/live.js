@@ -113,7 +113,11 @@ class LiveWorker extends QueuedWorker {
       const submit =
         native.writeInline === undefined
           ? () => commits.submit((cid) => native.write(cid, changes, trace))
-          : () => commits.write((cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)), inlineable(changes));
+          : () =>
+              commits.write(
+                (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
+                () => inlineable(changes),
+              );
       return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, submit);
     };
     const storage = {
