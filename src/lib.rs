@@ -20,7 +20,7 @@
 //! Layout: [`layout`] paths, [`store`] a worker file, [`cache`] its page cache, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`wal`] a worker's log synced after its
-//! commit, [`sqlite`] connection settings,
+//! commit, [`sqlite`] connection settings, `shm` a worker's WAL index (Linux),
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
@@ -35,6 +35,8 @@ pub mod files;
 pub mod layout;
 pub mod napi;
 pub mod repair;
+#[cfg(target_os = "linux")]
+pub mod shm;
 pub mod sqlite;
 pub mod store;
 pub mod wal;

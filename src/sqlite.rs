@@ -2,8 +2,9 @@
 //!
 //! Exclusive locking is what makes a directory belong to one process: the OS
 //! lock is taken by the first write and held until the connection closes or the
-//! process dies, so there is no lock file to go stale. Setting it before WAL also
-//! keeps the WAL index in heap memory rather than a `-shm` file per worker.
+//! process dies, so there is no lock file to go stale. No connection uses a
+//! `-shm` file: the catalog's WAL index is in heap memory (exclusive locking set
+//! before WAL), a worker's in memory of its own (`shm`, on Linux).
 
 use std::path::Path;
 
@@ -41,6 +42,30 @@ pub fn open(path: &Path, create: bool) -> Result<Connection> {
     Connection::open_with_flags(path, flags).map_err(|e| Error::sqlite("open", path, e))
 }
 
+/// Opens an existing worker file (already in WAL mode: `WorkerFile::create`)
+/// through the VFS that keeps its WAL index in memory it can give back
+/// (`shm`), where there is one.
+pub fn open_worker(path: &Path) -> Result<Connection> {
+    #[cfg(target_os = "linux")]
+    if let Some(vfs) = crate::shm::vfs_name() {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        return Connection::open_with_flags_and_vfs(path, flags, vfs)
+            .map_err(|e| Error::sqlite("open", path, e));
+    }
+    open(path, false)
+}
+
+/// Whether `conn` keeps its WAL index in `shm`'s memory.
+fn private_index(conn: &Connection) -> bool {
+    #[cfg(target_os = "linux")]
+    return crate::shm::serves(conn);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = conn;
+        false
+    }
+}
+
 /// Applies the per-connection settings. `cache_kib` bounds the page cache:
 /// worker state is resident in JS, so a worker's own cache only needs the pages
 /// a commit touches.
@@ -54,13 +79,24 @@ pub fn configure(
     conn.busy_timeout(std::time::Duration::ZERO)
         .map_err(|e| Error::sqlite("configure", path, e))?;
     persist_wal(conn, path)?;
-    // Exclusive locking first: set before WAL, the WAL index lives in heap
-    // memory rather than a -shm file per worker.
-    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE")
-        .map_err(|e| Error::sqlite("configure", path, e))?;
+    // Set before WAL, exclusive locking keeps the WAL index in a heap block
+    // (rather than a -shm file); a connection with an index of its own enters
+    // WAL first, so that SQLite maps that, and holds the file from its first
+    // write on.
+    let private = private_index(conn);
+    let exclusive = || {
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE")
+            .map_err(|e| Error::sqlite("configure", path, e))
+    };
+    if !private {
+        exclusive()?;
+    }
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .map_err(|e| classify_lock(e, path))?;
+    if private {
+        exclusive()?;
+    }
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),

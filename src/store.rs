@@ -127,7 +127,7 @@ impl WorkerFile {
         if !path.exists() {
             return Ok(None);
         }
-        let mut conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open_worker(path)?;
         sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let has_meta: bool = conn
@@ -181,7 +181,7 @@ impl WorkerFile {
     /// Opens the file `create` made, to write to it again; its state is
     /// already resident in the caller, so nothing is read but the owner.
     pub fn attach(path: &Path, class: &str, id: &str, durability: Durability) -> Result<Self> {
-        let mut conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open_worker(path)?;
         sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let tables = Tables::read(&conn).map_err(|e| Error::sqlite("read schema", path, e))?;
@@ -359,7 +359,7 @@ impl WorkerFile {
     /// What a worker file says it is, without knowing its id beforehand: for
     /// rebuilding the catalog. Its class, id and earliest alarm.
     pub fn identity(path: &Path, durability: Durability) -> Result<Identity> {
-        let mut conn = sqlite::open(path, false)?;
+        let mut conn = sqlite::open_worker(path)?;
         sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
         let wal = Wal::attach(&mut conn, path, durability)?;
         let read = || -> rusqlite::Result<(Option<String>, Option<String>, Option<i64>)> {
