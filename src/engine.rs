@@ -441,6 +441,21 @@ impl Worker {
         }
     }
 
+    /// [`Worker::close`] on the calling thread when the worker holds no
+    /// connection (its file was made and left closed, or it has none), so
+    /// there is nothing to checkpoint: true. False when its file is open (or
+    /// held), and `close` must run on a commit thread.
+    pub fn close_now(&self) -> bool {
+        let Some(mut file) = self.file.try_lock() else {
+            return false;
+        };
+        if matches!(&*file, FileState::Open(_)) {
+            return false;
+        }
+        *file = FileState::Closed;
+        true
+    }
+
     /// Closes and removes the file; true if there was one.
     pub fn remove_file(&self) -> Result<bool> {
         self.close()?;

@@ -307,11 +307,13 @@ class LiveWorker extends QueuedWorker {
     }
     try {
       if (entry.destroy) existed = await this.native.destroy();
-      // A worker that never had a file holds no file handle: nothing to
-      // close on a commit thread, whose answer would need a turn of the event
-      // loop (a loop of read-only calls awaiting only microtasks would then
-      // never see an evicted worker finish closing, and `live` would grow).
-      else if (this.#stateRuntime.hasFile()) await this.#closeFile();
+      // A worker that never had a file, or whose file its first write made
+      // and left closed, holds no connection: nothing to close on a commit
+      // thread, whose answer would need a turn of the event loop (a loop of
+      // read-only calls awaiting only microtasks would then never see an
+      // evicted worker finish closing, and `live` would grow; under a burst
+      // of new workers, closes queued behind their creations did).
+      else if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.#closeFile();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';

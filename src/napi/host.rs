@@ -16,7 +16,31 @@ type DoneFn = ThreadsafeFunction<DoneArgs, Unknown<'static>, DoneArgs, Status, f
 /// What every worker of a host shares to commit: the threads and the way back.
 pub(crate) struct Io {
     pub(crate) committer: Committer,
+    /// Where a worker's first write runs, the one that creates its file
+    /// (`Worker::write`): started with the first.
+    creator: std::sync::OnceLock<Option<Committer>>,
     pub(crate) done: Mutex<Option<DoneFn>>,
+}
+
+impl Io {
+    /// Runs `job` on the creation threads; false once the host is closing.
+    pub(crate) fn submit_create(&self, job: committer::Job) -> bool {
+        let creator = self.creator.get_or_init(|| {
+            Committer::start(committer::CREATE_THREADS, Duration::ZERO).ok()
+        });
+        match creator {
+            Some(c) => c.submit(job),
+            None => self.committer.submit(job),
+        }
+    }
+
+    /// Runs what is queued on every thread, then ends them.
+    fn stop(&self) {
+        self.committer.stop();
+        if let Some(Some(c)) = self.creator.get() {
+            c.stop();
+        }
+    }
 }
 
 impl NativeHost {
@@ -61,6 +85,7 @@ impl NativeHost {
             live: Mutex::new(LiveSet::new(options.max_live as usize, evict_after)),
             io: Arc::new(Io {
                 committer,
+                creator: std::sync::OnceLock::new(),
                 done: Mutex::new(Some(on_done)),
             }),
         })
@@ -328,7 +353,7 @@ impl NativeHost {
         let engine = self.engine.clone();
         let io = self.io.clone();
         let fut = blocking(move || {
-            io.committer.stop();
+            io.stop();
             drop(io.done.lock().take());
             engine.close();
             Ok(())

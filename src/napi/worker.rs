@@ -58,7 +58,12 @@ impl NativeWorker {
                 );
             }
         };
-        if self.io.committer.submit(Box::new(job)) {
+        let submitted = if self.inner.needs_file() {
+            self.io.submit_create(Box::new(job))
+        } else {
+            self.io.committer.submit(Box::new(job))
+        };
+        if submitted {
             Ok(())
         } else {
             Err(to_js(env, &Error::Closed))
@@ -146,6 +151,14 @@ impl NativeWorker {
             self.inner.checkpoint();
         }
         Ok(started.elapsed().as_secs_f64() * 1e6)
+    }
+
+    /// Closes the handle now when the worker holds no connection (a file
+    /// made by its first write is left closed): true, and the handle is
+    /// finished. False when its file is open: `close` then.
+    #[napi]
+    pub fn close_now(&self) -> bool {
+        self.inner.close_now()
     }
 
     /// Checkpoints and closes the file on a commit thread; `on_done(id, …)`
