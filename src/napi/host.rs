@@ -25,9 +25,9 @@ pub(crate) struct Io {
 impl Io {
     /// Runs `job` on the creation threads; false once the host is closing.
     pub(crate) fn submit_create(&self, job: committer::Job) -> bool {
-        let creator = self.creator.get_or_init(|| {
-            Committer::start(committer::CREATE_THREADS, Duration::ZERO).ok()
-        });
+        let creator = self
+            .creator
+            .get_or_init(|| Committer::start(committer::CREATE_THREADS, Duration::ZERO).ok());
         match creator {
             Some(c) => c.submit(job),
             None => self.committer.submit(job),
