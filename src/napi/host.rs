@@ -34,11 +34,15 @@ impl Io {
         }
     }
 
-    /// Runs what is queued on every thread, then ends them.
+    /// Runs what is queued on every thread, then ends them. A creation
+    /// submitted afterwards starts no threads: it goes to the stopped commit
+    /// threads, which refuse it.
     fn stop(&self) {
         self.committer.stop();
-        if let Some(Some(c)) = self.creator.get() {
-            c.stop();
+        if self.creator.set(None).is_err() {
+            if let Some(Some(c)) = self.creator.get() {
+                c.stop();
+            }
         }
     }
 }
