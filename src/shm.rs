@@ -477,6 +477,14 @@ mod tests {
         Ok(conn)
     }
 
+    /// A worker's connection to a new file in a directory of its own.
+    fn fresh() -> Result<(tempfile::TempDir, std::path::PathBuf, Connection)> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = tmp.path().join("w.db");
+        let conn = worker(&path)?;
+        Ok((tmp, path, conn))
+    }
+
     fn insert(conn: &Connection, path: &Path, from: i64, n: i64) -> Result<()> {
         conn.execute(
             "WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?1 + ?2 - 1)
@@ -494,9 +502,7 @@ mod tests {
 
     #[test]
     fn a_worker_connection_maps_its_own_index_and_leaves_no_shm_file() -> Result<()> {
-        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let path = tmp.path().join("w.db");
-        let conn = worker(&path)?;
+        let (tmp, path, conn) = fresh()?;
         assert!(serves(&conn));
         insert(&conn, &path, 1, 10)?;
         assert!(
@@ -514,9 +520,7 @@ mod tests {
 
     #[test]
     fn trim_gives_back_the_empty_pages_only() -> Result<()> {
-        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let path = tmp.path().join("w.db");
-        let conn = worker(&path)?;
+        let (_tmp, path, conn) = fresh()?;
         insert(&conn, &path, 1, 1)?;
         assert_eq!(
             resident(&conn),
@@ -533,9 +537,7 @@ mod tests {
 
     #[test]
     fn reads_find_the_log_through_a_trimmed_index() -> Result<()> {
-        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let path = tmp.path().join("w.db");
-        let conn = worker(&path)?;
+        let (_tmp, path, conn) = fresh()?;
         insert(&conn, &path, 1, 1)?;
         trim(&conn);
         // Rows in the log only, found through the index as trimmed: a page
@@ -558,9 +560,7 @@ mod tests {
 
     #[test]
     fn a_log_left_unchecked_is_recovered_into_a_fresh_index() -> Result<()> {
-        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let path = tmp.path().join("w.db");
-        let conn = worker(&path)?;
+        let (_tmp, path, conn) = fresh()?;
         insert(&conn, &path, 1, 300)?;
         // As after a crash: the log keeps its frames, the file lacks them.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
