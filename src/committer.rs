@@ -37,8 +37,8 @@ pub type Job = Box<dyn FnOnce() + Send + 'static>;
 /// up to this, and more would only contend for the disk's sync queue.
 pub const THREADS: usize = 4;
 /// Threads for workers' first writes, each of which builds a file and syncs
-/// it and its directory: two waits on the device, little CPU, so more of
-/// them in parallel share the device's flushes.
+/// it and its directory: mostly two waits on the device, which more threads
+/// overlap.
 pub const CREATE_THREADS: usize = 16;
 /// How long a commit thread polls for the next job after one, before it
 /// sleeps: long enough to catch a caller that writes again at once, short

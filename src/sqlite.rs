@@ -33,13 +33,18 @@ impl Durability {
     }
 }
 
+/// Read-write, and creating the file only when `create` is set.
+fn flags(create: bool) -> OpenFlags {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    match create {
+        true => flags | OpenFlags::SQLITE_OPEN_CREATE,
+        false => flags,
+    }
+}
+
 /// Opens `path` read-write, creating it only when `create` is set.
 pub fn open(path: &Path, create: bool) -> Result<Connection> {
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if create {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    }
-    Connection::open_with_flags(path, flags).map_err(|e| Error::sqlite("open", path, e))
+    Connection::open_with_flags(path, flags(create)).map_err(|e| Error::sqlite("open", path, e))
 }
 
 /// Opens an existing worker file (already in WAL mode: `WorkerFile::create`)
@@ -48,8 +53,7 @@ pub fn open(path: &Path, create: bool) -> Result<Connection> {
 pub fn open_worker(path: &Path) -> Result<Connection> {
     #[cfg(target_os = "linux")]
     if let Some(vfs) = crate::shm::vfs_name() {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        return Connection::open_with_flags_and_vfs(path, flags, vfs)
+        return Connection::open_with_flags_and_vfs(path, flags(false), vfs)
             .map_err(|e| Error::sqlite("open", path, e));
     }
     open(path, false)
