@@ -23,14 +23,16 @@
 //! first write, schema and data in one transaction.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, MAIN_DB};
 
 use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
-use crate::files::{create_dirs_synced, remove_files, remove_sidecars, sync_dir};
+use crate::files::{create_dirs_synced, remove_sidecars, sync_dir};
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
@@ -199,9 +201,10 @@ impl WorkerFile {
     /// Creates the file for a worker that has none, with `batch` as its first
     /// commit.
     ///
-    /// The file is built under a temporary name with no journal and no syncs,
-    /// synced once, then renamed into place and its directory synced: the name
-    /// appears only for a complete file. Built in place, the same file costs
+    /// The file is built in memory from an empty worker file ([`template`]),
+    /// written under a temporary name with one write, synced once, then
+    /// renamed into place and its directory synced: the name appears only for
+    /// a complete file. Built in place through SQLite, the same file costs
     /// seven syncs (a rollback journal to enter WAL mode, then a new WAL's
     /// header, its directory and its first commit); built aside, it costs two.
     ///
@@ -222,46 +225,25 @@ impl WorkerFile {
             detail: "a worker path has a directory".into(),
         })?;
         create_dirs_synced(parent)?;
+        let image =
+            build(class, id, schema, batch).map_err(|e| Error::sqlite("create worker", path, e))?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".new");
         let tmp = PathBuf::from(tmp);
-        // A leftover from a crash mid-create is an unfinished file: start over.
-        remove_files(&tmp)?;
-        let build = || -> rusqlite::Result<()> {
-            let conn = Connection::open(&tmp)?;
-            conn.execute_batch(
-                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
-                 BEGIN;
-                 CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
-                 CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
-                 CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID;",
-            )?;
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            conn.execute(
-                "INSERT INTO meta(k, v) VALUES ('id', ?1), ('class', ?2), ('format', ?3)",
-                params![id, class, SCHEMA_VERSION],
-            )?;
-            apply(&conn, schema, &mut Tables::default(), batch)?;
-            conn.execute_batch("COMMIT")?;
-            // Marks the file as WAL in its header (no journal, so no syncs).
-            conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
-            conn.close().map_err(|(_, e)| e)
-        };
-        build().map_err(|e| Error::sqlite("create worker", path, e))?;
-        // Synced under either durability: with 'relaxed' the rename is not
-        // synced here, but the directory is synced by SQLite at the first sync
-        // of the file's new WAL (its header, at the next write), and a name
-        // made durable for unsynced data is an empty worker file after a power
-        // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
-        fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
+        // A leftover from a crash mid-create is an unfinished file: truncated
+        // and written over.
+        write_synced(&tmp, &image).map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
         // file and lose that of its log. Its removal is synced with the rename.
         let stale = remove_sidecars(path)?;
         fs::rename(&tmp, path)
             .map_err(|e| Error::io(format!("rename into {}", path.display()), e))?;
+        // Synced under either durability: with 'relaxed' the rename is not
+        // synced here, but the directory is synced by SQLite at the first sync
+        // of the file's new WAL (its header, at the next write), and a name
+        // made durable for unsynced data is an empty worker file after a power
+        // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
         if durability == Durability::Full || stale {
             sync_dir(parent)?;
         }
@@ -482,6 +464,59 @@ impl WorkerFile {
     }
 }
 
+/// The bytes of a worker file holding `batch` and its owner: the empty file
+/// ([`template`]) loaded into memory, written there, and marked for WAL.
+fn build(class: &str, id: &str, schema: &Schema, batch: &Batch) -> rusqlite::Result<Vec<u8>> {
+    let empty = template()?;
+    let mut conn = Connection::open_in_memory()?;
+    conn.deserialize_read_exact(MAIN_DB, empty, empty.len(), false)?;
+    conn.execute_batch("PRAGMA journal_mode=OFF; BEGIN")?;
+    conn.execute(
+        "INSERT INTO meta(k, v) VALUES ('id', ?1), ('class', ?2), ('format', ?3)",
+        params![id, class, SCHEMA_VERSION],
+    )?;
+    apply(&conn, schema, &mut Tables::default(), batch)?;
+    conn.execute_batch("COMMIT")?;
+    let mut image = conn.serialize(MAIN_DB)?.to_vec();
+    // The file format's read and write versions, 2 for WAL: what
+    // `PRAGMA journal_mode=WAL` writes, which an in-memory database refuses.
+    if let Some(versions) = image.get_mut(18..20) {
+        versions.copy_from_slice(&[2, 2]);
+    }
+    Ok(image)
+}
+
+/// An empty worker file: the tables made once per process, since creating
+/// them (parsing, planning, writing the schema) was most of SQLite's share of
+/// a new worker.
+fn template() -> rusqlite::Result<&'static [u8]> {
+    static EMPTY: OnceLock<Vec<u8>> = OnceLock::new();
+    if let Some(bytes) = EMPTY.get() {
+        return Ok(bytes);
+    }
+    let mut conn = Connection::open_in_memory()?;
+    conn.execute_batch(
+        "CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+         CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+         CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID;",
+    )?;
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    let bytes = conn.serialize(MAIN_DB)?.to_vec();
+    Ok(EMPTY.get_or_init(|| bytes))
+}
+
+/// Writes `bytes` as the whole of the file at `path`, created with
+/// [`layout::FILE_MODE`], and syncs it.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, crate::layout::FILE_MODE);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
 fn apply(
     c: &Connection,
     schema: &Schema,
@@ -549,6 +584,7 @@ fn check_format(conn: &Connection, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::remove_files;
     use crate::layout;
 
     const NONE: Schema = Schema {
@@ -723,6 +759,41 @@ mod tests {
         for d in ["a", "a/b", "a/b/c"] {
             assert_eq!(mode(&mine.join(d)), layout::DIR_MODE, "{d}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_new_file_is_a_whole_wal_database_and_a_leftover_build_is_written_over() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "w");
+        let mut leftover = path.as_os_str().to_owned();
+        leftover.push(".new");
+        create_dirs_synced(path.parent().ok_or(Error::Closed)?)?;
+        fs::write(&leftover, vec![7u8; 64 * 1024]).map_err(|e| Error::io("write", e))?;
+        let batch = Batch {
+            sets: vec![row("k", b"v")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "w", Durability::Full, &NONE, &batch)?;
+        assert!(!Path::new(&leftover).exists());
+        let header = fs::read(&path).map_err(|e| Error::io("read", e))?;
+        assert_eq!(header.len() % 4096, 0);
+        assert_eq!(&header[18..20], &[2, 2], "marked for WAL in its header");
+        let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| Error::sqlite("open", &path, e))?;
+        let check = |sql: &str| -> Result<String> {
+            conn.query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
+                .map(|v| format!("{v:?}"))
+                .map_err(|e| Error::sqlite("check", &path, e))
+        };
+        assert_eq!(check("PRAGMA integrity_check")?, "Text(\"ok\")");
+        assert_eq!(check("PRAGMA journal_mode")?, "Text(\"wal\")");
+        assert_eq!(check("PRAGMA user_version")?, "Integer(1)");
+        assert_eq!(check("SELECT v FROM meta WHERE k = 'id'")?, "Text(\"w\")");
+        drop(conn);
+        let (_, page) =
+            WorkerFile::open(&path, "Cart", "w", Durability::Full, &NONE)?.ok_or(Error::Closed)?;
+        assert_eq!(page.rows, vec![row("k", b"v")]);
         Ok(())
     }
 
