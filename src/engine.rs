@@ -45,7 +45,7 @@ pub struct Counters {
 /// One open durable directory. Owning it means holding the catalog's lock.
 pub struct Engine {
     dir: PathBuf,
-    durability: Durability,
+    pub(crate) durability: Durability,
     catalog: Catalog,
     pub counters: Counters,
     closed: AtomicBool,
@@ -118,7 +118,7 @@ impl Engine {
         self.sync_micros() <= INLINE_SYNC_MICROS
     }
 
-    fn record_sync(&self, took: Duration) {
+    pub(crate) fn record_sync(&self, took: Duration) {
         let us = u32::try_from(took.as_micros()).unwrap_or(u32::MAX - 1);
         // One weighted eighth per sync: a burst of slow ones moves it within a few.
         let _ = self

@@ -1,6 +1,6 @@
 //! Durable steps on the file system: directories made private and synced
 //! into their parents, a directory's entries synced, a worker's file removed
-//! with its sidecars.
+//! with its sidecars, a new file written whole.
 
 use std::fs;
 use std::path::Path;
@@ -39,6 +39,22 @@ fn remove_if_present(path: &Path) -> Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(format!("remove {}", path.display()), e)),
     }
+}
+
+/// Writes `bytes` as the whole of the file at `path` (created with
+/// [`layout::FILE_MODE`], or truncated), synced when `sync` is set.
+pub fn write_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, layout::FILE_MODE);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    if sync {
+        file.sync_all()?;
+    }
+    Ok(())
 }
 
 /// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each

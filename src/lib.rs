@@ -34,6 +34,7 @@ pub mod evict;
 pub mod files;
 pub mod layout;
 pub mod napi;
+pub mod object;
 pub mod repair;
 #[cfg(target_os = "linux")]
 pub mod shm;

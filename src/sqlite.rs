@@ -59,6 +59,17 @@ pub fn open_worker(path: &Path) -> Result<Connection> {
     open(path, false)
 }
 
+/// The bytes of the in-memory database `conn` as a file in WAL mode: its
+/// file format read and write versions set to 2, which is what
+/// `PRAGMA journal_mode=WAL` writes and an in-memory database refuses to.
+pub fn wal_image(conn: &mut Connection) -> rusqlite::Result<Vec<u8>> {
+    let mut image = conn.serialize(rusqlite::MAIN_DB)?.to_vec();
+    if let Some(versions) = image.get_mut(18..20) {
+        versions.copy_from_slice(&[2, 2]);
+    }
+    Ok(image)
+}
+
 /// Whether `conn` keeps its WAL index in `shm`'s memory.
 fn private_index(conn: &Connection) -> bool {
     #[cfg(target_os = "linux")]

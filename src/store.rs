@@ -23,7 +23,6 @@
 //! first write, schema and data in one transaction.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -232,7 +231,8 @@ impl WorkerFile {
         let tmp = PathBuf::from(tmp);
         // A leftover from a crash mid-create is an unfinished file: truncated
         // and written over.
-        write_synced(&tmp, &image).map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
+        crate::files::write_file(&tmp, &image, true)
+            .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
         // file and lose that of its log. Its removal is synced with the rename.
@@ -465,7 +465,8 @@ impl WorkerFile {
 }
 
 /// The bytes of a worker file holding `batch` and its owner: the empty file
-/// ([`template`]) loaded into memory, written there, and marked for WAL.
+/// ([`template`]) loaded into memory, written there, and marked for WAL
+/// ([`sqlite::wal_image`]).
 fn build(class: &str, id: &str, schema: &Schema, batch: &Batch) -> rusqlite::Result<Vec<u8>> {
     let empty = template()?;
     let mut conn = Connection::open_in_memory()?;
@@ -477,13 +478,7 @@ fn build(class: &str, id: &str, schema: &Schema, batch: &Batch) -> rusqlite::Res
     )?;
     apply(&conn, schema, &mut Tables::default(), batch)?;
     conn.execute_batch("COMMIT")?;
-    let mut image = conn.serialize(MAIN_DB)?.to_vec();
-    // The file format's read and write versions, 2 for WAL: what
-    // `PRAGMA journal_mode=WAL` writes, which an in-memory database refuses.
-    if let Some(versions) = image.get_mut(18..20) {
-        versions.copy_from_slice(&[2, 2]);
-    }
-    Ok(image)
+    sqlite::wal_image(&mut conn)
 }
 
 /// An empty worker file: the tables made once per process, since creating
@@ -503,18 +498,6 @@ fn template() -> rusqlite::Result<&'static [u8]> {
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     let bytes = conn.serialize(MAIN_DB)?.to_vec();
     Ok(EMPTY.get_or_init(|| bytes))
-}
-
-/// Writes `bytes` as the whole of the file at `path`, created with
-/// [`layout::FILE_MODE`], and syncs it.
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, crate::layout::FILE_MODE);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 fn apply(

@@ -23,6 +23,8 @@ const codes = Object.freeze({
   NO_ADDON: 'ERR_DURABLE_NO_ADDON',
   /** The control socket: no process serves the directory, another user owns it, a malformed request, an unknown operation. */
   CONTROL: 'ERR_DURABLE_CONTROL',
+  /** A Wrangler config the Durable Object host cannot run: a syntax error, an unsupported binding or migration, a class with no migration. */
+  CONFIG: 'ERR_DURABLE_CONFIG',
   /** A failure inside the package itself (a broken contract between JS and the native core, a panic): a bug to report, never the disk. */
   INTERNAL: 'ERR_DURABLE_INTERNAL',
 });

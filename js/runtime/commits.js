@@ -75,6 +75,21 @@ class Commits {
   }
 
   /**
+   * `submit` for an operation that may find nothing to do: `start(id)`
+   * returns whether it handed anything to a commit thread; when not, the
+   * promise resolves with null at once.
+   * @param {(id: number) => boolean} start
+   * @returns {Promise<[number, string, string, number, number] | null>}
+   */
+  maybe(start) {
+    return new Promise((resolve, reject) => {
+      const id = this.#id();
+      if (start(id)) this.#wait(id, resolve, reject);
+      else resolve(null);
+    });
+  }
+
+  /**
    * Runs one write, on the JS thread at the end of this turn when it is
    * alone and `small` (see above), else on a commit thread. Settles as
    * `submit` does.

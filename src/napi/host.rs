@@ -1,6 +1,7 @@
 //! `NativeHost`: one open durable directory, and the commit threads' way back to JS.
 
 use super::dto::*;
+use super::object::NativeObject;
 use super::worker::NativeWorker;
 use super::*;
 use crate::committer;
@@ -141,6 +142,19 @@ impl NativeHost {
     pub fn worker(&self, class_name: String, id: String) -> NativeWorker {
         NativeWorker {
             inner: Arc::new(Worker::new(self.engine.clone(), class_name, id)),
+            io: self.io.clone(),
+        }
+    }
+
+    /// A handle on one Durable Object's storage. Does no I/O.
+    #[napi]
+    pub fn object(&self, class_name: String, id: String) -> NativeObject {
+        NativeObject {
+            inner: Arc::new(crate::object::Object::new(
+                self.engine.clone(),
+                class_name,
+                id,
+            )),
             io: self.io.clone(),
         }
     }

@@ -5,11 +5,13 @@
 //!
 //! [`dto`] the objects that cross (and their conversions), [`host`] an open
 //! directory (`NativeHost`) and the commit threads' way back, [`worker`] one
-//! worker's storage (`NativeWorker`), [`query`] a collection read (on the JS
+//! worker's storage (`NativeWorker`), [`object`] one Durable Object's
+//! (`NativeObject`), [`query`] a collection read (on the JS
 //! thread, or the libuv pool when a commit holds the file), [`repair`] rebuilding a catalog.
 
 pub mod dto;
 pub mod host;
+pub mod object;
 pub mod query;
 pub mod repair;
 pub mod worker;

@@ -24,50 +24,62 @@ impl NativeWorker {
         }
     }
 
-    /// Runs `op` on a commit thread and reports its outcome through the
-    /// host's `on_done` as `(id, code, message)`.
+    /// Runs `op` on a commit thread (see [`submit`]).
     fn submit(
         &self,
         env: &Env,
         id: u32,
         op: impl FnOnce() -> Result<()> + Send + 'static,
     ) -> napi::Result<()> {
-        let io = self.io.clone();
-        let submitted = Instant::now();
-        let job = move || {
-            let started = Instant::now();
-            // A panic must not unwind out of the commit thread.
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op))
-                .unwrap_or_else(|_| {
-                    Err(Error::internal(
-                        "the storage core panicked; the operation did not happen",
-                    ))
-                });
-            let (code, message) = match outcome {
-                Ok(()) => (String::new(), String::new()),
-                Err(e) => (e.code().to_string(), e.to_string()),
-            };
-            let micros = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
-            let queued = micros(started.saturating_duration_since(submitted));
-            let ran = micros(started.elapsed());
-            committer::finishing();
-            if let Some(done) = io.done.lock().as_ref() {
-                done.call(
-                    (id, code, message, queued, ran),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            }
+        submit(&self.io, env, id, self.inner.needs_file(), op)
+    }
+}
+
+/// Runs `op` on a commit thread (on a creation thread when it makes a file,
+/// `create`) and reports its outcome through the host's `on_done` as `(id,
+/// code, message, queued, ran)`.
+pub(super) fn submit(
+    io: &Arc<Io>,
+    env: &Env,
+    id: u32,
+    create: bool,
+    op: impl FnOnce() -> Result<()> + Send + 'static,
+) -> napi::Result<()> {
+    let io_job = io.clone();
+    let submitted = Instant::now();
+    let job = move || {
+        let started = Instant::now();
+        // A panic must not unwind out of the commit thread.
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(op)).unwrap_or_else(|_| {
+                Err(Error::internal(
+                    "the storage core panicked; the operation did not happen",
+                ))
+            });
+        let (code, message) = match outcome {
+            Ok(()) => (String::new(), String::new()),
+            Err(e) => (e.code().to_string(), e.to_string()),
         };
-        let submitted = if self.inner.needs_file() {
-            self.io.submit_create(Box::new(job))
-        } else {
-            self.io.committer.submit(Box::new(job))
-        };
-        if submitted {
-            Ok(())
-        } else {
-            Err(to_js(env, &Error::Closed))
+        let micros = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        let queued = micros(started.saturating_duration_since(submitted));
+        let ran = micros(started.elapsed());
+        committer::finishing();
+        if let Some(done) = io_job.done.lock().as_ref() {
+            done.call(
+                (id, code, message, queued, ran),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            );
         }
+    };
+    let submitted = if create {
+        io.submit_create(Box::new(job))
+    } else {
+        io.committer.submit(Box::new(job))
+    };
+    if submitted {
+        Ok(())
+    } else {
+        Err(to_js(env, &Error::Closed))
     }
 }
 

@@ -1,0 +1,169 @@
+'use strict';
+// One live Durable Object: its instance, its gates and its storage. Events
+// (RPC calls, `fetch`) enter through the input gate; what they return leaves
+// through the output gate, once the writes made before it are durable. A
+// failed commit or `ctx.abort()` breaks the object: every output waiting is
+// rejected, and the next event starts a fresh instance from its file.
+
+const { InputGate } = require('./input-gate');
+const { OutputGate, Turns } = require('./turns');
+const { DurableObjectStorage } = require('./storage');
+
+/** Methods Cloudflare keeps for the runtime: not callable over RPC. */
+const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
+
+/** What an instance sees as `this.ctx`. */
+class DurableObjectState {
+  #actor;
+
+  /**
+   * @param {Actor} actor
+   * @param {DurableObjectStorage} storage
+   */
+  constructor(actor, storage) {
+    this.#actor = actor;
+    this.id = actor.id;
+    this.storage = storage;
+  }
+
+  /**
+   * @template T
+   * @param {() => Promise<T>} fn
+   */
+  blockConcurrencyWhile(fn) {
+    return this.#actor.input.blockConcurrencyWhile(fn).catch((err) => {
+      this.#actor.break(err);
+      throw err;
+    });
+  }
+
+  /** @param {Promise<unknown>} p keeps the object from eviction until it settles */
+  waitUntil(p) {
+    this.#actor.pending.add(p);
+    Promise.resolve(p).finally(() => this.#actor.pending.delete(p));
+  }
+
+  /**
+   * Breaks the object now: its writes not yet committed are dropped, and
+   * everything waiting on it fails. Node cannot end the running code as
+   * workerd does; the error thrown here can be caught, but the object is
+   * dead either way.
+   * @param {unknown} [reason]
+   */
+  abort(reason) {
+    const err = new Error(reason === undefined ? 'Application called abort() to reset Durable Object.' : String(reason));
+    this.#actor.break(err);
+    throw err;
+  }
+}
+
+class Actor {
+  #ready;
+  #instance = null;
+  #storage = null;
+  #turns = null;
+  #native = null;
+
+  /**
+   * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void }} o
+   * @param {import('./ids').DurableObjectId} id
+   */
+  constructor(o, id) {
+    this.o = o;
+    this.id = id;
+    this.input = new InputGate();
+    this.output = new OutputGate(() => this.#broken());
+    this.pending = new Set();
+    this.#ready = this.#start();
+    // Reported to the first event, not here.
+    this.#ready.catch(() => {});
+  }
+
+  async #start() {
+    const { host, className, sql, Class, env, after } = this.o;
+    // A broken predecessor closes its connection first: the file has one owner.
+    await after;
+    this.#native = host.native.object(`do.${className}`, this.id.toString());
+    await this.#native.load();
+    this.#turns = new Turns(this.#native, host.commits, this.output);
+    this.#storage = new DurableObjectStorage(this.#native, this.#turns, {
+      sql,
+      hasAlarmHandler: () => typeof this.#instance?.alarm === 'function' || this.#instance === null,
+      blockConcurrencyWhile: (fn) => this.input.blockConcurrencyWhile(fn),
+    });
+    const ctx = new DurableObjectState(this, this.#storage);
+    // The constructor is the first event: what it starts under
+    // blockConcurrencyWhile holds every later one.
+    this.#instance = new Class(ctx, env);
+  }
+
+  /**
+   * Runs one event: `body(instance)` once the gate lets it in; its result
+   * once the writes made before it are durable.
+   * @template T
+   * @param {(instance: any) => T | Promise<T>} body
+   * @returns {Promise<T>}
+   */
+  async event(body) {
+    await this.#ready;
+    await this.input.wait();
+    this.#turns.check();
+    const result = await body(this.#instance);
+    await this.output.wait();
+    return result;
+  }
+
+  /**
+   * An RPC call: `method` with structured clones of `args`; a structured clone of its result.
+   * @param {string} method
+   * @param {unknown[]} args
+   */
+  call(method, args) {
+    if (RESERVED.has(method)) return Promise.reject(new TypeError(`'${method}' is a reserved method and cannot be called over RPC.`));
+    const copies = structuredClone(args);
+    return this.event(async (instance) => {
+      const fn = instance[method];
+      if (typeof fn !== 'function' || Object.hasOwn(Object.prototype, method)) {
+        throw new TypeError(`The RPC receiver does not implement the method "${method}".`);
+      }
+      return structuredClone(await fn.apply(instance, copies));
+    });
+  }
+
+  /** @param {Request} request */
+  fetch(request) {
+    return this.event((instance) => {
+      if (typeof instance.fetch !== 'function') throw new TypeError('Handler does not export a fetch() function.');
+      return instance.fetch(request);
+    });
+  }
+
+  /** Breaks the object: outputs waiting fail, and the host starts a fresh one for the next event. */
+  break(err) {
+    this.output.break(err);
+  }
+
+  #broken() {
+    try {
+      this.#native?.rollback();
+    } catch {
+      // Already closed by a failed sync.
+    }
+    this.o.onBroken(this);
+  }
+
+  /** Checkpoints and closes the object's file. */
+  close() {
+    if (this.#native === null) return Promise.resolve();
+    return this.#ready
+      .catch(() => {})
+      .then(() => this.output.wait().catch(() => {}))
+      .then(() => this.o.host.commits.submit((id) => this.#native.close(id)))
+      .then(
+        () => {},
+        () => {},
+      );
+  }
+}
+
+module.exports = { Actor, DurableObjectState };

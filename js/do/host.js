@@ -1,0 +1,55 @@
+'use strict';
+// Durable Object classes on this engine, in process: one durable directory,
+// one namespace per binding, the classes constructed as Cloudflare
+// constructs them. `serve` builds on this.
+
+const path = require('node:path');
+const { Commits } = require('../runtime/commits');
+const { fromNative } = require('../api/errors');
+const { DurableObjectNamespace } = require('./namespace');
+const { wranglerUniqueKey } = require('./ids');
+
+/**
+ * Opens `dir` and binds each class: `env[binding]` is its namespace.
+ * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
+ *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed' }} o
+ * @returns {Promise<{ env: Record<string, unknown>, close(): Promise<void> }>}
+ */
+async function openObjects(o) {
+  const { NativeHost } = require('../native/load');
+  const commits = new Commits();
+  const dir = path.resolve(o.dir);
+  let native;
+  try {
+    native = NativeHost.open(dir, { durability: o.durability ?? 'full', maxLive: 1 << 20, evictAfterMs: 0 }, commits.done);
+  } catch (err) {
+    commits.close();
+    throw fromNative(err, `open(${JSON.stringify(dir)})`);
+  }
+  const host = { native, commits };
+  const env = { ...o.vars };
+  const namespaces = [];
+  for (const [binding, b] of Object.entries(o.bindings)) {
+    const className = b.class.name;
+    const ns = new DurableObjectNamespace({
+      host,
+      Class: b.class,
+      className,
+      sql: b.sql !== false,
+      uniqueKey: b.uniqueKey ?? wranglerUniqueKey(o.name, className),
+      env,
+    });
+    env[binding] = ns;
+    namespaces.push(ns);
+  }
+  return {
+    env,
+    async close() {
+      await Promise.all(namespaces.map((ns) => ns.close()));
+      await native.close();
+      commits.close();
+    },
+  };
+}
+
+module.exports = { openObjects };

@@ -1,0 +1,101 @@
+'use strict';
+// A Durable Object namespace binding (`env.ROOMS`): ids, and stubs that reach
+// the one live instance of each id in this process.
+
+const { namespaceIds } = require('./ids');
+const { Actor } = require('./actor');
+
+/** `env.<BINDING>`: ids and stubs for one Durable Object class. */
+class DurableObjectNamespace {
+  #ids;
+  #o;
+  /** @type {Map<string, Actor>} the live object of each id */
+  #live = new Map();
+  /** @type {Map<string, Promise<void>>} broken objects closing their files */
+  #closing = new Map();
+
+  /**
+   * @param {{ host: object, Class: Function, className: string, sql: boolean, uniqueKey: string, env: object }} o
+   */
+  constructor(o) {
+    this.#o = o;
+    this.#ids = namespaceIds(o.uniqueKey);
+  }
+
+  idFromName(name) {
+    return this.#ids.idFromName(...arguments);
+  }
+
+  idFromString(hex) {
+    return this.#ids.idFromString(...arguments);
+  }
+
+  newUniqueId(options) {
+    return this.#ids.newUniqueId(options);
+  }
+
+  jurisdiction(j) {
+    this.#ids.jurisdiction(j);
+    return this;
+  }
+
+  /** @param {import('./ids').DurableObjectId} id */
+  get(id) {
+    return stub(this.#actorOf.bind(this, id), id);
+  }
+
+  /** @param {string} name */
+  getByName(name) {
+    return this.get(this.idFromName(name));
+  }
+
+  /** The live object of `id`, started if there is none. */
+  #actorOf(id) {
+    const key = id.toString();
+    let actor = this.#live.get(key);
+    if (actor === undefined) {
+      actor = new Actor({ ...this.#o, after: this.#closing.get(key), onBroken: (a) => this.#broken(key, a) }, id);
+      this.#live.set(key, actor);
+    }
+    return actor;
+  }
+
+  #broken(key, actor) {
+    if (this.#live.get(key) !== actor) return;
+    this.#live.delete(key);
+    const closed = actor.close().finally(() => {
+      if (this.#closing.get(key) === closed) this.#closing.delete(key);
+    });
+    this.#closing.set(key, closed);
+  }
+
+  /** Closes every live object (the host is closing). */
+  async close() {
+    const actors = [...this.#live.values()];
+    this.#live.clear();
+    await Promise.all([...actors.map((a) => a.close()), ...this.#closing.values()]);
+  }
+}
+
+/**
+ * A stub: `fetch(request)`, and every other property an RPC method.
+ * @param {(/* no args *\/) => Actor} actorOf
+ * @param {import('./ids').DurableObjectId} id
+ */
+function stub(actorOf, id) {
+  const target = {
+    id,
+    name: id.name,
+    fetch: (input, init) => actorOf().fetch(input instanceof Request && init === undefined ? input : new Request(input, init)),
+  };
+  return new Proxy(target, {
+    get(t, prop) {
+      if (typeof prop === 'symbol' || prop in t) return t[prop];
+      // Not thenable: `await stub` gives the stub.
+      if (prop === 'then') return undefined;
+      return (...args) => actorOf().call(prop, args);
+    },
+  });
+}
+
+module.exports = { DurableObjectNamespace };

@@ -1,0 +1,203 @@
+'use strict';
+// `ctx.storage`: the asynchronous key-value API, `kv`, `sql`, transactions
+// and the alarm, over one object's connection. On a SQLite-backed object
+// Cloudflare answers every call at once (its promises are already resolved),
+// so a call never lets another event in, and writes join the turn's implicit
+// transaction (./turns.js).
+
+const { compileList } = require('./list-range');
+const { SqlStorage } = require('./sql');
+const { SyncKvStorage } = require('./kv');
+const { transaction, transactionSync } = require('./transactions');
+const { encode, decode } = require('./storage-values');
+const { toBytes, fromBytes, compareKeys } = require('./keys');
+
+/**
+ * The pairs a `kvList` packed: each key and value a u32 length and bytes.
+ * @param {{ count: number, data: Buffer }} listed
+ * @returns {Array<[string, unknown]>}
+ */
+function pairs(listed) {
+  const out = new Array(listed.count);
+  const d = listed.data;
+  let at = 0;
+  for (let i = 0; i < listed.count; i++) {
+    const klen = d.readUInt32LE(at);
+    const key = fromBytes(d.subarray(at + 4, at + 4 + klen));
+    at += 4 + klen;
+    const vlen = d.readUInt32LE(at);
+    const value = decode(d.subarray(at + 4, at + 4 + vlen));
+    at += 4 + vlen;
+    out[i] = [key, value];
+  }
+  return out;
+}
+
+/** `ctx.storage` of one object. */
+class DurableObjectStorage {
+  #native;
+  #turns;
+  #hasAlarmHandler;
+
+  /**
+   * @param {object} native the object's NativeObject
+   * @param {import('./turns').Turns} turns
+   * @param {{ sql: boolean, hasAlarmHandler: () => boolean, blockConcurrencyWhile: (fn: () => Promise<unknown>) => Promise<unknown> }} o
+   */
+  constructor(native, turns, o) {
+    this.#native = native;
+    this.#turns = turns;
+    this.#hasAlarmHandler = o.hasAlarmHandler;
+    this.blockConcurrencyWhile = o.blockConcurrencyWhile;
+    const sql = new SqlStorage(native, turns);
+    const kv = new SyncKvStorage(this);
+    const refused = (what) => () => {
+      throw new Error(`${what} is not enabled for this Durable Object class. To enable it, change \`new_classes\` to \`new_sqlite_classes\` in the migrations of your Wrangler config.`);
+    };
+    Object.defineProperty(this, 'sql', { get: o.sql ? () => sql : refused('SQL'), enumerable: true });
+    Object.defineProperty(this, 'kv', { get: o.sql ? () => kv : refused('Synchronous KV'), enumerable: true });
+  }
+
+  /** @internal the storage core and the turns, for kv and transactions */
+  get _native() {
+    return this.#native;
+  }
+
+  /** @internal */
+  get _turns() {
+    return this.#turns;
+  }
+
+  /** @internal a value, or undefined */
+  _get(key) {
+    this.#turns.check();
+    const [v] = this.#native.kvGet([toBytes(String(key))]);
+    return v == null ? undefined : decode(v);
+  }
+
+  /** @internal */
+  _put(keys, values) {
+    this.#turns.check();
+    this.#turns.wrote(this.#native.kvPut(keys.map(toBytes), values));
+  }
+
+  /** @internal */
+  _delete(keys) {
+    this.#turns.check();
+    const [n, began] = this.#native.kvDelete(keys.map(toBytes));
+    this.#turns.wrote({ began });
+    return n;
+  }
+
+  /** @internal pairs in order for list options; `api` names the caller in option errors */
+  _list(options, api) {
+    this.#turns.check();
+    const r = compileList(options ?? {}, api);
+    if (r === null) return [];
+    return pairs(this.#native.kvList(r.start ?? Buffer.alloc(0), r.end ?? null, r.reverse, r.limit ?? null));
+  }
+
+  /**
+   * A value, or a Map of the keys present (in UTF-8 order).
+   * @param {string | string[]} keys
+   */
+  async get(keys) {
+    if (!Array.isArray(keys)) return this._get(keys);
+    this.#turns.check();
+    const ks = keys.map(String);
+    const bytes = ks.map(toBytes);
+    const values = this.#native.kvGet(bytes);
+    const found = [];
+    for (let i = 0; i < ks.length; i++) if (values[i] != null) found.push([fromBytes(bytes[i]), decode(values[i]), bytes[i]]);
+    found.sort((a, b) => compareKeys(a[2], b[2]));
+    return new Map(found.map(([k, v]) => [k, v]));
+  }
+
+  /**
+   * `put(key, value, options)` or `put(entries, options)`.
+   * @param {string | Record<string, unknown>} keyOrEntries
+   * @param {unknown} [value]
+   */
+  async put(keyOrEntries, value) {
+    if (typeof keyOrEntries === 'object' && keyOrEntries !== null) {
+      if (value !== undefined && (typeof value !== 'object' || value === null)) {
+        throw new TypeError(
+          'put() may only be called with a single key-value pair and optional options as put(key, value, options) or with multiple key-value pairs and optional options as put(entries, options)',
+        );
+      }
+      const keys = [];
+      const values = [];
+      for (const [k, v] of Object.entries(keyOrEntries)) {
+        if (v === undefined) continue;
+        keys.push(k);
+        values.push(encode('put', v));
+      }
+      this._put(keys, values);
+      return;
+    }
+    this._put([String(keyOrEntries)], [encode('put', value)]);
+  }
+
+  /**
+   * `delete(key)` → whether it was there; `delete(keys)` → how many were.
+   * @param {string | string[]} keys
+   */
+  async delete(keys) {
+    if (Array.isArray(keys)) return this._delete(keys.map(String));
+    return this._delete([String(keys)]) > 0;
+  }
+
+  /**
+   * A Map of the pairs in range. Bad options throw here, not in the promise, as on Cloudflare.
+   * @param {object} [options] start, startAfter, end, prefix, reverse, limit
+   */
+  list(options) {
+    return Promise.resolve(new Map(this._list(options, 'DurableObjectStorage')));
+  }
+
+  /** Deletes every key, table and the alarm. Not within a transaction. */
+  async deleteAll() {
+    this.#turns.check();
+    if (this.#turns.depth > 0) throw new Error('Cannot call deleteAll() within a transaction');
+    this.#turns.wrote(this.#native.deleteAll());
+  }
+
+  /** Resolves when every write made so far is durable. */
+  async sync() {
+    await this.#turns.gate.wait();
+  }
+
+  /** @param {(txn: object) => Promise<unknown>} closure */
+  transaction(closure) {
+    return transaction(this, closure);
+  }
+
+  /** @param {() => unknown} closure */
+  transactionSync(closure) {
+    return transactionSync(this, closure);
+  }
+
+  /** The alarm's time in ms since the epoch, or null. */
+  async getAlarm() {
+    this.#turns.check();
+    return this.#native.getAlarm();
+  }
+
+  /** @param {number | Date} when */
+  async setAlarm(when) {
+    this.#turns.check();
+    const at = when instanceof Date ? when.getTime() : Number(when);
+    if (!(at > 0)) throw new TypeError('setAlarm() cannot be called with an alarm time <= 0');
+    if (!this.#hasAlarmHandler()) {
+      throw new TypeError('Your Durable Object class must have an alarm() handler in order to call setAlarm()');
+    }
+    this.#turns.wrote(this.#native.setAlarm(Math.max(at, Date.now())));
+  }
+
+  async deleteAlarm() {
+    this.#turns.check();
+    this.#turns.wrote(this.#native.setAlarm(null));
+  }
+}
+
+module.exports = { DurableObjectStorage };

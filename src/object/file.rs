@@ -1,0 +1,762 @@
+//! One Durable Object's database file and its connection.
+//!
+//! The file is what workerd's would be as user SQL sees it: no engine tables,
+//! `_cf_KV` and `_cf_METADATA` made at their first write. What marks it as a
+//! Durable Object's lies outside any table: `application_id` ([`APPLICATION_ID`])
+//! and, as the check that it is this object's, 32 bits of `blake3(id)` in
+//! `user_version`. Neither pragma is one user SQL may run.
+//!
+//! Every statement runs on the caller's thread (the JS thread). A write opens
+//! a transaction if none is open (the implicit one of a JS turn, which the
+//! caller ends with [`ObjectFile::commit`]); a commit is written to the log
+//! without a sync, and the caller syncs what `commit` returns on another
+//! thread before it releases anything that depends on it (`wal`).
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{ffi, params, Connection, OptionalExtension};
+
+use super::authorizer::{self, Guard};
+use super::errors;
+use crate::cache;
+use crate::error::{Error, Result};
+use crate::files::{create_dirs_synced, sync_dir};
+use crate::sqlite::{self, Durability};
+use crate::wal::{Unsynced, Wal};
+
+/// `PRAGMA application_id` of a Durable Object's file ("DO" and 1).
+pub const APPLICATION_ID: i32 = 0x444f_0001;
+
+/// A value bound to user SQL, as workerd maps a JS value: a number is REAL.
+pub enum Bind {
+    Null,
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// The rows of the last statement of one `exec`, and its counts.
+#[derive(Default)]
+pub struct Exec {
+    pub columns: Vec<String>,
+    /// Cells row after row (see [`pack_cell`]).
+    pub cells: Vec<u8>,
+    pub rows: u32,
+    pub rows_read: u64,
+    pub rows_written: u64,
+}
+
+/// A user's SQL error (the message workerd gives), or the engine's.
+pub enum ExecError {
+    Sql(String),
+    /// The statement writes and the object has no file yet: make it, then
+    /// run the whole `exec` again there (nothing has run).
+    NeedsFile,
+    Engine(Error),
+}
+
+impl From<Error> for ExecError {
+    fn from(e: Error) -> Self {
+        ExecError::Engine(e)
+    }
+}
+
+/// An object's connection: to its file, or, before its first write, to an
+/// empty database in memory that reads see.
+pub struct ObjectFile {
+    conn: Connection,
+    path: PathBuf,
+    /// `None` for the in-memory stand-in.
+    wal: Option<Wal>,
+    guard: Arc<Guard>,
+    /// Made by this handle and not yet synced: the next sync covers the file
+    /// and its directory too.
+    fresh: bool,
+}
+
+/// A commit written to the log, for a commit thread to make durable.
+pub struct Written {
+    pub unsynced: Unsynced,
+    /// The database file and its directory need a sync first (a new file).
+    pub fresh: Option<PathBuf>,
+}
+
+impl Written {
+    /// Syncs what the commit needs, the file's first sync included.
+    pub fn sync(&self, path: &Path) -> Result<()> {
+        if let Some(db) = &self.fresh {
+            std::fs::File::open(db)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(format!("sync {}", db.display()), e))?;
+            if let Some(dir) = db.parent() {
+                sync_dir(dir)?;
+            }
+        }
+        self.unsynced.sync(path)
+    }
+}
+
+fn id_check(id: &str) -> i32 {
+    let h = blake3::hash(id.as_bytes());
+    let b = h.as_bytes();
+    i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl ObjectFile {
+    /// Opens the object's file if it has one, checking that it is this
+    /// object's; `None` when there is none.
+    pub fn open(path: &Path, id: &str, durability: Durability) -> Result<Option<Self>> {
+        let mut header = [0u8; 16];
+        let read =
+            std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut header));
+        match read {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+        }
+        // A file made but never synced, cut by a power loss: its first commit
+        // was never reported (its sync covers the file), so it held nothing.
+        if header.iter().all(|&b| b == 0) {
+            crate::files::remove_files(path)?;
+            return Ok(None);
+        }
+        let f = Self::connect(path, durability, false)?;
+        let (app, check): (i32, i32) = f
+            .conn
+            .query_row(
+                "SELECT * FROM pragma_application_id, pragma_user_version",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| Error::sqlite("open", path, e))?;
+        if app != APPLICATION_ID || check != id_check(id) {
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("not the file of Durable Object {id}"),
+            });
+        }
+        Ok(Some(f))
+    }
+
+    /// The stand-in before the first write: an empty database in memory.
+    pub fn empty(path: &Path) -> Result<Self> {
+        let conn = Connection::open_in_memory().map_err(|e| Error::sqlite("open", path, e))?;
+        Self::secure(conn, path, None, false)
+    }
+
+    /// Makes the object's file (an empty database marked as this object's)
+    /// and opens it. Nothing is synced here: the first commit's sync covers
+    /// the file and its directory ([`Written::fresh`]), and until that sync
+    /// nothing the file holds has been reported.
+    pub fn create(path: &Path, id: &str, durability: Durability) -> Result<Self> {
+        let parent = path.parent().ok_or_else(|| Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: "an object path has a directory".into(),
+        })?;
+        create_dirs_synced(parent)?;
+        let image = empty_image(id).map_err(|e| Error::sqlite("create object", path, e))?;
+        // A log without its database (a creation cut short) must not be
+        // replayed into the new file.
+        crate::files::remove_sidecars(path)?;
+        crate::files::write_file(path, &image, false)
+            .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        Self::connect(path, durability, true)
+    }
+
+    fn connect(path: &Path, durability: Durability, fresh: bool) -> Result<Self> {
+        let mut conn = sqlite::open_worker(path)?;
+        sqlite::configure(&conn, path, durability, cache::WORKER_KIB)?;
+        let wal = Wal::attach(&mut conn, path, durability)?;
+        Self::secure(conn, path, Some(wal), fresh)
+    }
+
+    fn secure(conn: Connection, path: &Path, wal: Option<Wal>, fresh: bool) -> Result<Self> {
+        let ctx = |e| Error::sqlite("configure", path, e);
+        // Plans that depend on bound values, as workerd's SQLite makes them.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            false,
+        )
+        .map_err(ctx)?;
+        authorizer::secure(&conn).map_err(ctx)?;
+        let guard = Guard::new();
+        authorizer::install(&conn, guard.clone()).map_err(ctx)?;
+        Ok(ObjectFile {
+            conn,
+            path: path.to_path_buf(),
+            wal,
+            guard,
+            fresh,
+        })
+    }
+
+    /// Whether this is the in-memory stand-in (no file yet).
+    pub fn is_empty_standin(&self) -> bool {
+        self.wal.is_none()
+    }
+
+    /// Whether a transaction is open (the implicit one, or an explicit one's
+    /// savepoints).
+    pub fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
+    /// Opens the implicit transaction if none is open; true if it did.
+    pub fn begin(&self) -> Result<bool> {
+        if self.in_transaction() {
+            return Ok(false);
+        }
+        self.conn
+            .execute_batch("BEGIN")
+            .map_err(|e| Error::sqlite("begin", &self.path, e))?;
+        Ok(true)
+    }
+
+    /// Runs user SQL: every statement but the last to its first step, the
+    /// last to its end, its rows packed. A statement that writes first opens
+    /// the implicit transaction (`began` is set).
+    pub fn exec(
+        &mut self,
+        sql: &str,
+        binds: &[Bind],
+        began: &mut bool,
+    ) -> std::result::Result<Exec, ExecError> {
+        let db = unsafe_handle(&self.conn);
+        let bytes = sql.as_bytes();
+        let mut at = 0usize;
+        loop {
+            let stmt = {
+                let _armed = self.guard.arm();
+                Stmt::prepare(db, &bytes[at..])
+            };
+            let (stmt, used) = match stmt {
+                Ok(v) => v,
+                Err(code) => return Err(self.sql_error(db, code)),
+            };
+            at += used;
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            let Some(stmt) = stmt else {
+                return Err(ExecError::Sql(
+                    "SQL code did not contain a statement.".into(),
+                ));
+            };
+            let last = at >= bytes.len();
+            if !stmt.readonly() {
+                if self.wal.is_none() {
+                    return Err(ExecError::NeedsFile);
+                }
+                *began |= self.begin()?;
+            }
+            if !last {
+                if stmt.parameter_count() > 0 {
+                    return Err(ExecError::Sql(
+                        "When executing multiple SQL statements in a single call, only the last statement can have parameters."
+                            .into(),
+                    ));
+                }
+                let _armed = self.guard.arm();
+                match stmt.step() {
+                    ffi::SQLITE_ROW | ffi::SQLITE_DONE => continue,
+                    code => return Err(self.sql_error(db, code)),
+                }
+            }
+            if stmt.parameter_count() != binds.len() {
+                return Err(ExecError::Sql(
+                    "Wrong number of parameter bindings for SQL query.".into(),
+                ));
+            }
+            for (i, b) in binds.iter().enumerate() {
+                let code = stmt.bind(i + 1, b);
+                if code != ffi::SQLITE_OK {
+                    return Err(self.sql_error(db, code));
+                }
+            }
+            let mut out = Exec {
+                columns: stmt.columns(),
+                ..Exec::default()
+            };
+            let _armed = self.guard.arm();
+            // SAFETY: db is this connection's handle, used on this thread.
+            let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
+            loop {
+                match stmt.step() {
+                    ffi::SQLITE_ROW => {
+                        stmt.pack_row(&mut out.cells);
+                        out.rows += 1;
+                    }
+                    ffi::SQLITE_DONE => break,
+                    code => return Err(self.sql_error(db, code)),
+                }
+            }
+            // SAFETY: as above.
+            let changes = unsafe { ffi::sqlite3_total_changes64(db) } - changes_before;
+            out.rows_read = u64::from(out.rows);
+            out.rows_written = changes.max(0) as u64;
+            return Ok(out);
+        }
+    }
+
+    fn sql_error(&self, db: *mut ffi::sqlite3, code: c_int) -> ExecError {
+        if self.guard.take_transaction_refusal() {
+            return ExecError::Sql(authorizer::TRANSACTION_MESSAGE.into());
+        }
+        // SAFETY: db is this connection's, used on this thread.
+        ExecError::Sql(unsafe { errors::message(db, code) })
+    }
+
+    /// Ends the implicit transaction: written to the log, not synced. `None`
+    /// when no transaction was open. A failed `COMMIT` (a deferred foreign
+    /// key) rolls back and reports the user's error.
+    pub fn commit(&mut self) -> std::result::Result<Option<Written>, ExecError> {
+        if !self.in_transaction() {
+            return Ok(None);
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let message = match &e {
+                rusqlite::Error::SqliteFailure(f, Some(m)) => {
+                    format!("{m}: {}", errors::primary(f.extended_code))
+                }
+                other => other.to_string(),
+            };
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(ExecError::Sql(message));
+        }
+        let Some(wal) = self.wal.as_mut() else {
+            return Ok(None);
+        };
+        let unsynced = wal.written()?;
+        let fresh = std::mem::take(&mut self.fresh).then(|| self.path.clone());
+        Ok(Some(Written { unsynced, fresh }))
+    }
+
+    /// Drops the open transaction's writes.
+    pub fn rollback(&self) -> Result<()> {
+        if self.in_transaction() {
+            self.conn
+                .execute_batch("ROLLBACK")
+                .map_err(|e| Error::sqlite("rollback", &self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// `SAVEPOINT`, `RELEASE` or `ROLLBACK TO` + `RELEASE` of the savepoint
+    /// of a transaction at `depth` (`_cf_savepoint_<depth>`).
+    pub fn savepoint(&self, op: Savepoint, depth: u32) -> Result<()> {
+        let name = format!("_cf_savepoint_{depth}");
+        let sql = match op {
+            Savepoint::Open => format!("SAVEPOINT {name}"),
+            Savepoint::Release => format!("RELEASE {name}"),
+            Savepoint::Rollback => format!("ROLLBACK TO {name}; RELEASE {name}"),
+        };
+        self.conn
+            .execute_batch(&sql)
+            .map_err(|e| Error::sqlite("savepoint", &self.path, e))
+    }
+
+    /// Checkpoints the log (the caller holds the connection between events).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|e| Error::sqlite("checkpoint", &self.path, e))
+    }
+
+    /// Bytes the database uses, as workerd counts them.
+    pub fn database_size(&self) -> Result<f64> {
+        self.conn
+            .query_row(
+                "SELECT (SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count), (SELECT * FROM pragma_page_size)",
+                [],
+                |r| Ok(r.get::<_, i64>(0)? as f64 * r.get::<_, i64>(1)? as f64),
+            )
+            .map_err(|e| Error::sqlite("database size", &self.path, e))
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+            .and_then(|mut s| s.exists([name]))
+            .map_err(|e| Error::sqlite("read schema", &self.path, e))
+    }
+
+    /// The values of `keys` (their bytes as workerd makes them: see
+    /// `js/do/keys.js`), in their order, `None` where absent.
+    pub fn kv_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if !self.has_table("_cf_KV")? {
+            return Ok(vec![None; keys.len()]);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT value FROM _cf_KV WHERE key = ?1")
+            .map_err(|e| Error::sqlite("kv get", &self.path, e))?;
+        keys.iter()
+            .map(|k| {
+                stmt.query_row([text(k)], |r| r.get::<_, Vec<u8>>(0))
+                    .optional()
+                    .map_err(|e| Error::sqlite("kv get", &self.path, e))
+            })
+            .collect()
+    }
+
+    /// Stores `pairs`, in the open transaction (opened here if none is).
+    pub fn kv_put(&self, keys: &[&[u8]], values: &[&[u8]], began: &mut bool) -> Result<()> {
+        *began |= self.begin()?;
+        let ctx = |e| Error::sqlite("kv put", &self.path, e);
+        self.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID",
+            )
+            .map_err(ctx)?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO _cf_KV VALUES(?1, ?2) ON CONFLICT DO UPDATE SET value = excluded.value",
+            )
+            .map_err(ctx)?;
+        for (k, v) in keys.iter().zip(values) {
+            stmt.execute(params![text(k), v]).map_err(ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `keys`; how many were there.
+    pub fn kv_delete(&self, keys: &[&[u8]], began: &mut bool) -> Result<u32> {
+        if !self.has_table("_cf_KV")? {
+            return Ok(0);
+        }
+        *began |= self.begin()?;
+        let ctx = |e| Error::sqlite("kv delete", &self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare_cached("DELETE FROM _cf_KV WHERE key = ?1")
+            .map_err(ctx)?;
+        let mut n = 0u32;
+        for k in keys {
+            n += stmt.execute([text(k)]).map_err(ctx)? as u32;
+        }
+        Ok(n)
+    }
+
+    /// Pairs with `start <= key < end` (UTF-8 bytes), ascending or not, at
+    /// most `limit`: keys and values as length-prefixed bytes.
+    pub fn kv_list(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        limit: Option<u32>,
+    ) -> Result<(u32, Vec<u8>)> {
+        let mut out = Vec::new();
+        if !self.has_table("_cf_KV")? {
+            return Ok((0, out));
+        }
+        let sql = format!(
+            "SELECT key, value FROM _cf_KV WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) ORDER BY key{} LIMIT ?3",
+            if reverse { " DESC" } else { "" }
+        );
+        let ctx = |e| Error::sqlite("kv list", &self.path, e);
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(ctx)?;
+        let mut rows = stmt
+            .query(params![
+                text(start),
+                end.map(text),
+                limit.map_or(-1, i64::from)
+            ])
+            .map_err(ctx)?;
+        let mut n = 0u32;
+        while let Some(r) = rows.next().map_err(ctx)? {
+            let key = r
+                .get_ref(0)
+                .map_err(ctx)?
+                .as_bytes()
+                .map_err(|e| ctx(e.into()))?;
+            let value = r
+                .get_ref(1)
+                .map_err(ctx)?
+                .as_bytes()
+                .map_err(|e| ctx(e.into()))?;
+            for part in [key, value] {
+                out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+                out.extend_from_slice(part);
+            }
+            n += 1;
+        }
+        Ok((n, out))
+    }
+
+    /// The alarm, in ms since the epoch (stored as nanoseconds, as workerd does).
+    pub fn get_alarm(&self) -> Result<Option<f64>> {
+        if !self.has_table("_cf_METADATA")? {
+            return Ok(None);
+        }
+        self.conn
+            .query_row("SELECT value FROM _cf_METADATA WHERE key = 1", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .optional()
+            .map(|v| v.flatten().map(|ns| (ns / 1_000_000) as f64))
+            .map_err(|e| Error::sqlite("get alarm", &self.path, e))
+    }
+
+    /// Sets or clears the alarm, in the open transaction.
+    pub fn set_alarm(&self, at_ms: Option<f64>, began: &mut bool) -> Result<()> {
+        *began |= self.begin()?;
+        let ctx = |e| Error::sqlite("set alarm", &self.path, e);
+        self.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS _cf_METADATA (key INTEGER PRIMARY KEY, value BLOB)",
+            )
+            .map_err(ctx)?;
+        // Whole milliseconds, as workerd keeps them.
+        let ns = at_ms.map(|ms| (ms.trunc() as i64).saturating_mul(1_000_000));
+        self.conn
+            .prepare_cached(
+                "INSERT INTO _cf_METADATA VALUES(1, ?1) ON CONFLICT DO UPDATE SET value = excluded.value",
+            )
+            .and_then(|mut s| s.execute([ns]))
+            .map_err(ctx)?;
+        Ok(())
+    }
+
+    /// Drops everything the object stores, its alarm included, in one
+    /// transaction (rolling back an open implicit one first): what workerd's
+    /// reset of the file leaves, made atomic by SQLite rather than by a
+    /// file's replacement.
+    pub fn delete_all(&self, began: &mut bool) -> Result<()> {
+        self.rollback()?;
+        *began |= self.begin()?;
+        let ctx = |e| Error::sqlite("delete all", &self.path, e);
+        let objects: Vec<(String, String, bool)> = self
+            .conn
+            .prepare(
+                "SELECT type, name, sql LIKE 'CREATE VIRTUAL TABLE%' FROM sqlite_master
+                 WHERE type IN ('table', 'view', 'trigger') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                 ORDER BY type = 'table', sql LIKE 'CREATE VIRTUAL TABLE%' DESC",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .map_err(ctx)?;
+        self.conn
+            .execute_batch("PRAGMA defer_foreign_keys = ON")
+            .map_err(ctx)?;
+        for (kind, name, _virtual) in objects {
+            // A virtual table's shadow tables go with it.
+            if kind == "table" && !self.has_table(&name)? {
+                continue;
+            }
+            let sql = format!(
+                "DROP {} IF EXISTS \"{}\"",
+                kind.to_uppercase(),
+                name.replace('"', "\"\"")
+            );
+            self.conn.execute_batch(&sql).map_err(ctx)?;
+        }
+        for table in ["sqlite_sequence", "sqlite_stat1"] {
+            if self.has_table(table)? {
+                self.conn
+                    .execute_batch(&format!("DELETE FROM {table}"))
+                    .map_err(ctx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the connection, copying the log into the file first.
+    pub fn close(self) -> Result<()> {
+        let path = self.path.clone();
+        if self.wal.is_some() {
+            let _ = self.checkpoint();
+        }
+        self.conn
+            .close()
+            .map_err(|(_, e)| Error::sqlite("close", &path, e))
+    }
+
+    /// Closes without a checkpoint, after a failed sync (see `Unsynced::discard`).
+    pub fn abandon(self) {
+        let _ = self.conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        );
+        let _ = self.conn.close();
+    }
+}
+
+/// A key bound as TEXT from its bytes: keys compare byte by byte, and they
+/// need not be valid UTF-8 (a lone surrogate as workerd writes it, a range's
+/// end past a prefix).
+fn text(b: &[u8]) -> ToSqlOutput<'_> {
+    ToSqlOutput::Borrowed(ValueRef::Text(b))
+}
+
+/// Which savepoint operation [`ObjectFile::savepoint`] runs.
+pub enum Savepoint {
+    Open,
+    Release,
+    Rollback,
+}
+
+/// An empty database marked as the object `id`'s, as a file in WAL mode.
+fn empty_image(id: &str) -> rusqlite::Result<Vec<u8>> {
+    let mut conn = Connection::open_in_memory()?;
+    conn.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {};",
+        id_check(id)
+    ))?;
+    sqlite::wal_image(&mut conn)
+}
+
+fn unsafe_handle(conn: &Connection) -> *mut ffi::sqlite3 {
+    // SAFETY: the handle is used only while `conn` is borrowed, on its thread,
+    // for calls rusqlite does not track (statements finalized before return).
+    unsafe { conn.handle() }
+}
+
+/// A statement prepared by hand: rusqlite's `prepare` refuses SQL with more
+/// than one statement, and prepares the rest before the first has run.
+struct Stmt(*mut ffi::sqlite3_stmt);
+
+impl Drop for Stmt {
+    fn drop(&mut self) {
+        // SAFETY: a statement this struct owns, finalized once.
+        unsafe { ffi::sqlite3_finalize(self.0) };
+    }
+}
+
+impl Stmt {
+    /// The first statement of `sql` and the bytes it used; `None` for only
+    /// whitespace and comments.
+    fn prepare(
+        db: *mut ffi::sqlite3,
+        sql: &[u8],
+    ) -> std::result::Result<(Option<Stmt>, usize), c_int> {
+        let mut stmt = std::ptr::null_mut();
+        let mut tail: *const c_char = std::ptr::null();
+        let Ok(len) = c_int::try_from(sql.len()) else {
+            return Err(ffi::SQLITE_TOOBIG);
+        };
+        // SAFETY: sql is valid for len bytes and outlives the call; tail
+        // points into it (or is null) afterwards.
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v3(db, sql.as_ptr().cast(), len, 0, &mut stmt, &mut tail)
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        let used = if tail.is_null() {
+            sql.len()
+        } else {
+            (tail as usize).saturating_sub(sql.as_ptr() as usize)
+        };
+        Ok(((!stmt.is_null()).then_some(Stmt(stmt)), used))
+    }
+
+    fn readonly(&self) -> bool {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_stmt_readonly(self.0) != 0 }
+    }
+
+    fn parameter_count(&self) -> usize {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_bind_parameter_count(self.0) }.max(0) as usize
+    }
+
+    fn step(&self) -> c_int {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_step(self.0) }
+    }
+
+    fn bind(&self, i: usize, b: &Bind) -> c_int {
+        let i = i as c_int;
+        // SAFETY: a live statement; SQLITE_TRANSIENT makes SQLite copy the
+        // text or blob before the call returns.
+        unsafe {
+            match b {
+                Bind::Null => ffi::sqlite3_bind_null(self.0, i),
+                Bind::Real(x) => ffi::sqlite3_bind_double(self.0, i, *x),
+                Bind::Text(s) => ffi::sqlite3_bind_text64(
+                    self.0,
+                    i,
+                    s.as_ptr().cast(),
+                    s.len() as u64,
+                    ffi::SQLITE_TRANSIENT(),
+                    ffi::SQLITE_UTF8 as u8,
+                ),
+                Bind::Blob(v) => ffi::sqlite3_bind_blob64(
+                    self.0,
+                    i,
+                    v.as_ptr().cast(),
+                    v.len() as u64,
+                    ffi::SQLITE_TRANSIENT(),
+                ),
+            }
+        }
+    }
+
+    fn columns(&self) -> Vec<String> {
+        // SAFETY: a live statement; names are copied before the next call.
+        unsafe {
+            let n = ffi::sqlite3_column_count(self.0);
+            (0..n)
+                .map(|i| {
+                    let p = ffi::sqlite3_column_name(self.0, i);
+                    if p.is_null() {
+                        String::new()
+                    } else {
+                        CStr::from_ptr(p).to_string_lossy().into_owned()
+                    }
+                })
+                .collect()
+        }
+    }
+
+    /// Appends the current row's cells: a tag byte, then 0 null; 1 an f64
+    /// (integers too: a JS number); 2 text and 3 blob, each a u32 length and
+    /// the bytes.
+    fn pack_row(&self, out: &mut Vec<u8>) {
+        // SAFETY: a live statement on a row; each pointer is read at once,
+        // with its length, before the next column call.
+        unsafe {
+            let n = ffi::sqlite3_column_count(self.0);
+            for i in 0..n {
+                match ffi::sqlite3_column_type(self.0, i) {
+                    ffi::SQLITE_INTEGER | ffi::SQLITE_FLOAT => {
+                        out.push(1);
+                        let x = if ffi::sqlite3_column_type(self.0, i) == ffi::SQLITE_INTEGER {
+                            ffi::sqlite3_column_int64(self.0, i) as f64
+                        } else {
+                            ffi::sqlite3_column_double(self.0, i)
+                        };
+                        out.extend_from_slice(&x.to_le_bytes());
+                    }
+                    ffi::SQLITE_TEXT => {
+                        let p = ffi::sqlite3_column_text(self.0, i);
+                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
+                        out.push(2);
+                        out.extend_from_slice(&(len as u32).to_le_bytes());
+                        if !p.is_null() {
+                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
+                        }
+                    }
+                    ffi::SQLITE_BLOB => {
+                        let p = ffi::sqlite3_column_blob(self.0, i).cast::<u8>();
+                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
+                        out.push(3);
+                        out.extend_from_slice(&(len as u32).to_le_bytes());
+                        if !p.is_null() {
+                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
+                        }
+                    }
+                    _ => out.push(0),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! A Durable Object's database file, run the way Cloudflare runs one: its
+//! connection used synchronously on the JS thread, user SQL checked by an
+//! authorizer, commits written there and synced on a commit thread.
+//!
+//! [`file`] the file and its connection, [`authorizer`] what user SQL may
+//! do, [`errors`] SQLite's codes by name, [`Object`] one object's storage.
+
+pub mod authorizer;
+pub mod errors;
+pub mod file;
+mod storage;
+
+pub use storage::Object;

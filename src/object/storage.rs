@@ -1,0 +1,141 @@
+//! One object's storage: its connection and where it stands.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::file::{ObjectFile, Written};
+use crate::catalog::Op;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::layout;
+
+enum State {
+    Unopened,
+    /// Its file, or the in-memory stand-in before the first write.
+    Open(Box<ObjectFile>),
+    Closed,
+}
+
+/// One object's storage. Its connection is used on the JS thread; a commit
+/// thread takes it only to checkpoint, between the object's events.
+pub struct Object {
+    engine: Arc<Engine>,
+    class: String,
+    id: String,
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+impl Object {
+    pub fn new(engine: Arc<Engine>, class: String, id: String) -> Self {
+        let path = layout::worker_path(engine.dir(), &class, &id);
+        Object {
+            engine,
+            class,
+            id,
+            path,
+            state: Mutex::new(State::Unopened),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Opens the file, or the stand-in when there is none: true if there is a file.
+    pub fn load(&self) -> Result<bool> {
+        self.engine.check_open()?;
+        let mut state = self.state.lock();
+        if let State::Open(f) = &*state {
+            return Ok(!f.is_empty_standin());
+        }
+        if matches!(&*state, State::Closed) {
+            return Err(Error::Closed);
+        }
+        let (file, exists) = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
+            Some(f) => (f, true),
+            None => (ObjectFile::empty(&self.path)?, false),
+        };
+        *state = State::Open(Box::new(file));
+        Ok(exists)
+    }
+
+    /// Runs `body` on the connection. Blocks only behind a checkpoint.
+    pub fn with<T>(&self, body: impl FnOnce(&mut ObjectFile) -> T) -> Result<T> {
+        self.engine.check_open()?;
+        match &mut *self.state.lock() {
+            State::Open(f) => Ok(body(f)),
+            State::Unopened => Err(Error::internal("an object was used before its load")),
+            State::Closed => Err(Error::Closed),
+        }
+    }
+
+    /// Makes the file if the object has none (the first write): true if it
+    /// did, and the caller registers the object in the catalog.
+    pub fn ensure_file(&self) -> Result<bool> {
+        self.engine.check_open()?;
+        let mut state = self.state.lock();
+        match &*state {
+            State::Open(f) if f.is_empty_standin() => {}
+            State::Open(_) => return Ok(false),
+            State::Unopened => {
+                return Err(Error::internal("an object was written before its load"))
+            }
+            State::Closed => return Err(Error::Closed),
+        }
+        let file = ObjectFile::create(&self.path, &self.id, self.engine.durability)?;
+        *state = State::Open(Box::new(file));
+        self.engine.counters.created.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Makes a written commit durable (on a commit thread), then checkpoints
+    /// the log if it has grown. A failed sync closes the file and cuts the
+    /// commit from the log: no later open finds what was reported failed.
+    pub fn settle(&self, written: &Written) -> Result<()> {
+        let started = Instant::now();
+        if let Err(e) = written.sync(&self.path) {
+            if let State::Open(f) = std::mem::replace(&mut *self.state.lock(), State::Closed) {
+                f.abandon();
+            }
+            let _ = written.unsynced.discard(&self.path);
+            return Err(e);
+        }
+        let c = &self.engine.counters;
+        c.commits.fetch_add(1, Ordering::Relaxed);
+        if written.unsynced.syncs() {
+            self.engine.record_sync(started.elapsed());
+            c.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        if written.unsynced.checkpoint {
+            if let State::Open(f) = &*self.state.lock() {
+                // Tried again after the next commit if it fails (a full disk).
+                let _ = f.checkpoint();
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and closes; later use fails with `Closed`.
+    pub fn close(&self) -> Result<()> {
+        match std::mem::replace(&mut *self.state.lock(), State::Closed) {
+            State::Open(f) => f.close(),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn register_op(&self) -> Op {
+        Op::Register {
+            class: self.class.clone(),
+            id: self.id.clone(),
+        }
+    }
+}
