@@ -94,3 +94,58 @@ async function startProbeOnWorkerd({ t, dir, startTimeoutMs } = {}) {
 }
 
 module.exports = { startProbeOnWorkerd, postRun, FIXTURE, NAME, OBJECTS };
+
+/**
+ * The same probe on this package's Durable Objects host, in a child process
+ * (./do-probe-node-child.mjs), with the client shape of startProbeOnWorkerd.
+ * @param {{ t?: import('ava').ExecutionContext, dir?: string }} [o]
+ */
+async function startProbeOnNode({ t, dir } = {}) {
+  const { spawn } = require('node:child_process');
+  const own = dir === undefined;
+  const root = own ? fs.mkdtempSync(path.join(os.tmpdir(), 'dw-do-node-')) : dir;
+  const data = path.join(root, 'data');
+  const output = [];
+  const start = () =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(__dirname, 'do-probe-node-child.mjs'), data, FIXTURE, NAME, JSON.stringify(OBJECTS)], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stderr.on('data', (b) => output.push(String(b)));
+      child.once('exit', (code) => reject(new Error(`the probe host exited (${code}): ${output.join('')}`)));
+      child.stdout.once('data', (b) => resolve({ child, url: `http://127.0.0.1:${String(b).trim()}` }));
+    });
+  const end = (child, signal) =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', resolve);
+      child.kill(signal);
+    });
+  let w = await start();
+  let closed = false;
+  const probe = {
+    host: 'node',
+    get url() {
+      return w.url;
+    },
+    dir: root,
+    output,
+    run: (name, ops, o) => postRun(w.url, name, ops, o),
+    stop: () => end(w.child, 'SIGTERM'),
+    kill: () => end(w.child, 'SIGKILL'),
+    async restart({ crash = false } = {}) {
+      await end(w.child, crash ? 'SIGKILL' : 'SIGTERM');
+      w = await start();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await end(w.child, 'SIGTERM');
+      if (own) fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+  t?.teardown(() => probe.close());
+  return probe;
+}
+
+module.exports.startProbeOnNode = startProbeOnNode;

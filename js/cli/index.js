@@ -6,7 +6,17 @@
 // failed conformance check), 2 a usage error; for commands given a durable
 // directory, 3 a process owns it (ERR_DURABLE_LOCKED) and 4 it is not one.
 // One command a line, so adding one is a one-line change.
-const COMMANDS = [require('./build-addon'), require('./conformance'), require('./inspect'), require('./peek'), require('./repair'), require('./shop'), require('./top'), require('./workerd')];
+const COMMANDS = [
+  require('./build-addon'),
+  require('./conformance'),
+  require('./inspect'),
+  require('./peek'),
+  require('./repair'),
+  require('./serve'),
+  require('./shop'),
+  require('./top'),
+  require('./workerd'),
+];
 
 function overview() {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -5,15 +5,26 @@
 // or a view of one a BLOB, null and undefined NULL, a BigInt refused, and
 // anything else its string (true is 'true', an array '1,2').
 
+const { toBytes } = require('./keys');
+
 /**
- * The values as the storage core takes them: null, numbers, strings, Buffers.
+ * The values as the storage core takes them (null, numbers, strings,
+ * Buffers), and the positions of Buffers that are text: a string with a lone
+ * surrogate, bound as the bytes workerd writes for it (./keys.js), or null.
  * @param {unknown[]} values
- * @returns {Array<null | number | string | Buffer>}
+ * @returns {[Array<null | number | string | Buffer>, number[] | null]}
  */
 function bindings(values) {
   const out = new Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = binding(values[i]);
-  return out;
+  let text = null;
+  for (let i = 0; i < values.length; i++) {
+    const v = binding(values[i]);
+    if (typeof v === 'string' && !v.isWellFormed()) {
+      out[i] = toBytes(v);
+      (text ??= []).push(i);
+    } else out[i] = v;
+  }
+  return [out, text];
 }
 
 /** @param {unknown} v */

@@ -29,18 +29,25 @@ async function openObjects(o) {
   const host = { native, commits };
   const env = { ...o.vars };
   const namespaces = [];
-  for (const [binding, b] of Object.entries(o.bindings)) {
-    const className = b.class.name;
-    const ns = new DurableObjectNamespace({
-      host,
-      Class: b.class,
-      className,
-      sql: b.sql !== false,
-      uniqueKey: b.uniqueKey ?? wranglerUniqueKey(o.name, className),
-      env,
-    });
-    env[binding] = ns;
-    namespaces.push(ns);
+  try {
+    for (const [binding, b] of Object.entries(o.bindings)) {
+      const className = b.class.name;
+      const ns = new DurableObjectNamespace({
+        host,
+        Class: b.class,
+        className,
+        sql: b.sql !== false,
+        uniqueKey: b.uniqueKey ?? wranglerUniqueKey(o.name, className),
+        env,
+      });
+      env[binding] = ns;
+      namespaces.push(ns);
+    }
+  } catch (err) {
+    // The directory must not stay owned by a host nobody can close.
+    await native.close();
+    commits.close();
+    throw err;
   }
   return {
     env,

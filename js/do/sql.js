@@ -150,7 +150,8 @@ class SqlStorage {
   exec(query, ...values) {
     const q = String(query);
     this.#turns.check();
-    const out = this.#native.exec(q, bindings(values));
+    const [binds, text] = bindings(values);
+    const out = this.#native.exec(q, binds, text);
     this.#turns.wrote(out);
     if (out.error != null) throw new Error(out.error);
     return new SqlStorageCursor({

@@ -33,6 +33,12 @@ function pairs(listed) {
   return out;
 }
 
+// workerd's words, typos included: an app may match on them.
+const NO_SQL =
+  "SQL is not enabled for this Durable Object class. To enable it, change `new_classes` to `new_sqlite_classes` within the 'migrations' field in your wrangler.jsonc or wrangler.toml file. If using workerd directly,set `enableSql = true` in your workerd config for the class. Note that this change cannot be made after the class is already deployed to production.";
+const NO_KV =
+  "The storage.kv (synchronous KV) API is only available for SQLite-backed Durable Objects, but this object's namespace is not declared to use SQLite. You can use the older, asyncronous interface via methods of `storage` itself (e.g. `storage.get()`). Alternatively, to enable SQLite, change `new_classes` to `new_sqlite_classes` within the 'migrations' field in your wrangler.jsonc or wrangler.toml file. If using workerd directly, set `enableSql = true` in your workerd config for the class. Note that this change cannot be made after the class is already deployed to production.";
+
 /** `ctx.storage` of one object. */
 class DurableObjectStorage {
   #native;
@@ -51,11 +57,11 @@ class DurableObjectStorage {
     this.blockConcurrencyWhile = o.blockConcurrencyWhile;
     const sql = new SqlStorage(native, turns);
     const kv = new SyncKvStorage(this);
-    const refused = (what) => () => {
-      throw new Error(`${what} is not enabled for this Durable Object class. To enable it, change \`new_classes\` to \`new_sqlite_classes\` in the migrations of your Wrangler config.`);
+    const refused = (message) => () => {
+      throw new Error(message);
     };
-    Object.defineProperty(this, 'sql', { get: o.sql ? () => sql : refused('SQL'), enumerable: true });
-    Object.defineProperty(this, 'kv', { get: o.sql ? () => kv : refused('Synchronous KV'), enumerable: true });
+    Object.defineProperty(this, 'sql', { get: o.sql ? () => sql : refused(NO_SQL), enumerable: true });
+    Object.defineProperty(this, 'kv', { get: o.sql ? () => kv : refused(NO_KV), enumerable: true });
   }
 
   /** @internal the storage core and the turns, for kv and transactions */
@@ -78,7 +84,9 @@ class DurableObjectStorage {
   /** @internal */
   _put(keys, values) {
     this.#turns.check();
-    this.#turns.wrote(this.#native.kvPut(keys.map(toBytes), values));
+    const out = this.#native.kvPut(keys.map(toBytes), values);
+    this.#turns.wrote(out);
+    if (out.error != null) throw new Error(out.error);
   }
 
   /** @internal */
@@ -118,7 +126,10 @@ class DurableObjectStorage {
    * @param {string | Record<string, unknown>} keyOrEntries
    * @param {unknown} [value]
    */
-  async put(keyOrEntries, value) {
+  async put(keyOrEntries, value, options) {
+    if (options !== undefined && options !== null && typeof options !== 'object') {
+      throw new TypeError("Failed to execute 'put' on 'DurableObjectStorage': parameter 3 is not of type 'PutOptions'.");
+    }
     if (typeof keyOrEntries === 'object' && keyOrEntries !== null) {
       if (value !== undefined && (typeof value !== 'object' || value === null)) {
         throw new TypeError(

@@ -25,6 +25,8 @@ pub struct NativeObject {
 pub struct Wrote {
     pub began: bool,
     pub created: bool,
+    /// The user's error (a value too big), as workerd words it.
+    pub error: Option<String>,
 }
 
 /// The outcome of `exec`: `error` is the user's SQL error (workerd's
@@ -78,7 +80,7 @@ fn bind(env: &Env, v: Unknown<'_>) -> napi::Result<Bind> {
     Ok(match v.get_type()? {
         ValueType::Null | ValueType::Undefined => Bind::Null,
         ValueType::Number => Bind::Real(f64::from_unknown(v)?),
-        ValueType::String => Bind::Text(String::from_unknown(v)?),
+        ValueType::String => Bind::Text(String::from_unknown(v)?.into_bytes()),
         ValueType::Object => Bind::Blob(Buffer::from_unknown(v)?.to_vec()),
         other => return Err(invalid(env, &format!("a binding of type {other:?}"))),
     })
@@ -104,13 +106,28 @@ impl NativeObject {
         )
     }
 
-    /// Runs user SQL now (`bindings`: null, numbers, strings, Buffers).
+    /// Runs user SQL now (`bindings`: null, numbers, strings, Buffers; the
+    /// Buffers at the positions `text` lists are text, as bytes: a string
+    /// with a lone surrogate, which napi would turn into U+FFFD).
     #[napi]
-    pub fn exec(&self, env: &Env, sql: String, bindings: Vec<Unknown>) -> napi::Result<ExecOut> {
-        let binds = bindings
+    pub fn exec(
+        &self,
+        env: &Env,
+        sql: String,
+        bindings: Vec<Unknown>,
+        text: Option<Vec<u32>>,
+    ) -> napi::Result<ExecOut> {
+        let mut binds = bindings
             .into_iter()
             .map(|v| bind(env, v))
             .collect::<napi::Result<Vec<_>>>()?;
+        for i in text.unwrap_or_default() {
+            if let Some(b) = binds.get_mut(i as usize) {
+                if let Bind::Blob(bytes) = b {
+                    *b = Bind::Text(std::mem::take(bytes));
+                }
+            }
+        }
         let mut began = false;
         let mut created = false;
         let mut out = self.with(env, |f| Ok(f.exec(&sql, &binds, &mut began)))?;
@@ -196,7 +213,11 @@ impl NativeObject {
             }
             f.savepoint(op, depth)
         })?;
-        Ok(Wrote { began, created })
+        Ok(Wrote {
+            began,
+            created,
+            error: None,
+        })
     }
 
     /// Whether a transaction is open.
@@ -223,8 +244,17 @@ impl NativeObject {
         let mut began = false;
         let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let values: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
-        self.with(env, |f| f.kv_put(&keys, &values, &mut began))?;
-        Ok(Wrote { began, created })
+        let error = match self.with(env, |f| Ok(f.kv_put(&keys, &values, &mut began)))? {
+            Ok(()) => None,
+            Err(ExecError::Sql(m)) => Some(m),
+            Err(ExecError::Engine(e)) => return Err(to_js(env, &e)),
+            Err(ExecError::NeedsFile) => return Err(to_js(env, &Error::internal("kv put"))),
+        };
+        Ok(Wrote {
+            began,
+            created,
+            error,
+        })
     }
 
     /// Deletes `keys`: `[count, began]`.
@@ -266,7 +296,11 @@ impl NativeObject {
         let created = self.ensure_file(env)?;
         let mut began = false;
         self.with(env, |f| f.set_alarm(at, &mut began))?;
-        Ok(Wrote { began, created })
+        Ok(Wrote {
+            began,
+            created,
+            error: None,
+        })
     }
 
     /// Drops everything the object stores, alarm included.
@@ -274,12 +308,16 @@ impl NativeObject {
     pub fn delete_all(&self, env: &Env) -> napi::Result<Wrote> {
         let mut began = false;
         self.with(env, |f| match f.is_empty_standin() {
-            true => Ok(()),
+            true => {
+                f.forget_alarm();
+                Ok(())
+            }
             false => f.delete_all(&mut began),
         })?;
         Ok(Wrote {
             began,
             created: false,
+            error: None,
         })
     }
 

@@ -28,6 +28,17 @@ use crate::files::{create_dirs_synced, sync_dir};
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 
+/// The settings user SQL may change (workerd's pragma allow-list), at their
+/// defaults: what a connection to a new file has (foreign keys are on by
+/// default in this build, as in workerd's).
+const DEFAULT_SETTINGS: &str = "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = OFF; \
+     PRAGMA ignore_check_constraints = OFF; PRAGMA legacy_alter_table = OFF; \
+     PRAGMA recursive_triggers = OFF; PRAGMA reverse_unordered_selects = OFF;";
+
+/// The key-value table, made at its first write as workerd makes it.
+const KV_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID";
+
 /// `PRAGMA application_id` of a Durable Object's file ("DO" and 1).
 pub const APPLICATION_ID: i32 = 0x444f_0001;
 
@@ -35,7 +46,8 @@ pub const APPLICATION_ID: i32 = 0x444f_0001;
 pub enum Bind {
     Null,
     Real(f64),
-    Text(String),
+    /// UTF-8, or the generalized UTF-8 workerd writes for a lone surrogate.
+    Text(Vec<u8>),
     Blob(Vec<u8>),
 }
 
@@ -76,6 +88,36 @@ pub struct ObjectFile {
     /// Made by this handle and not yet synced: the next sync covers the file
     /// and its directory too.
     fresh: bool,
+    alarm: std::cell::RefCell<AlarmCache>,
+}
+
+/// The alarm as this connection last read or wrote it, as workerd caches it:
+/// setting the value it already holds writes nothing, and a reset
+/// (`delete_all`) forgets it, so that the next set writes even a clear (and
+/// makes the metadata table: visible in `databaseSize`). Only a write is
+/// undone by a rollback (to its savepoint, or of the transaction): a read
+/// stays known.
+#[derive(Default)]
+struct AlarmCache {
+    /// `None`: not known since the load or the last reset.
+    known: Option<Option<f64>>,
+    /// Savepoints open in the transaction.
+    depth: u32,
+    /// Each write's savepoint depth and what `known` was before it.
+    undo: Vec<(u32, Option<Option<f64>>)>,
+}
+
+impl AlarmCache {
+    /// Undoes the writes made at `depth` or deeper.
+    fn roll_back_to(&mut self, depth: u32) {
+        while let Some(&(d, before)) = self.undo.last() {
+            if d < depth {
+                break;
+            }
+            self.known = before;
+            self.undo.pop();
+        }
+    }
 }
 
 /// A commit written to the log, for a commit thread to make durable.
@@ -191,7 +233,18 @@ impl ObjectFile {
             wal,
             guard,
             fresh,
+            alarm: Default::default(),
         })
+    }
+
+    /// Takes over what the stand-in knew of the alarm (its file is made).
+    pub fn follow(&mut self, standin: &ObjectFile) {
+        self.alarm.get_mut().known = standin.alarm.borrow().known;
+    }
+
+    /// Forgets the alarm, as a reset does (a `delete_all` with no file).
+    pub fn forget_alarm(&mut self) {
+        self.alarm.get_mut().known = None;
     }
 
     /// Whether this is the in-memory stand-in (no file yet).
@@ -213,6 +266,9 @@ impl ObjectFile {
         self.conn
             .execute_batch("BEGIN")
             .map_err(|e| Error::sqlite("begin", &self.path, e))?;
+        let mut alarm = self.alarm.borrow_mut();
+        alarm.depth = 0;
+        alarm.undo.clear();
         Ok(true)
     }
 
@@ -237,6 +293,10 @@ impl ObjectFile {
                 Ok(v) => v,
                 Err(code) => return Err(self.sql_error(db, code)),
             };
+            // What the authorizer cannot see with stock SQLite (a rename
+            // into a reserved name).
+            let text = String::from_utf8_lossy(&bytes[at..at + used]);
+            authorizer::check_statement(&text).map_err(ExecError::Sql)?;
             at += used;
             while at < bytes.len() && bytes[at].is_ascii_whitespace() {
                 at += 1;
@@ -317,7 +377,11 @@ impl ObjectFile {
         if !self.in_transaction() {
             return Ok(None);
         }
+        let undo = std::mem::take(&mut self.alarm.get_mut().undo);
         if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let alarm = self.alarm.get_mut();
+            alarm.undo = undo;
+            alarm.roll_back_to(0);
             let message = match &e {
                 rusqlite::Error::SqliteFailure(f, Some(m)) => {
                     format!("{m}: {}", errors::primary(f.extended_code))
@@ -337,6 +401,7 @@ impl ObjectFile {
 
     /// Drops the open transaction's writes.
     pub fn rollback(&self) -> Result<()> {
+        self.alarm.borrow_mut().roll_back_to(0);
         if self.in_transaction() {
             self.conn
                 .execute_batch("ROLLBACK")
@@ -356,7 +421,23 @@ impl ObjectFile {
         };
         self.conn
             .execute_batch(&sql)
-            .map_err(|e| Error::sqlite("savepoint", &self.path, e))
+            .map_err(|e| Error::sqlite("savepoint", &self.path, e))?;
+        let mut alarm = self.alarm.borrow_mut();
+        match op {
+            Savepoint::Open => alarm.depth = depth,
+            Savepoint::Release => {
+                // Its writes now belong to the enclosing level.
+                for entry in alarm.undo.iter_mut().filter(|e| e.0 >= depth) {
+                    entry.0 = depth.saturating_sub(1);
+                }
+                alarm.depth = depth.saturating_sub(1);
+            }
+            Savepoint::Rollback => {
+                alarm.roll_back_to(depth);
+                alarm.depth = depth.saturating_sub(1);
+            }
+        }
+        Ok(())
     }
 
     /// Checkpoints the log (the caller holds the connection between events).
@@ -366,11 +447,12 @@ impl ObjectFile {
             .map_err(|e| Error::sqlite("checkpoint", &self.path, e))
     }
 
-    /// Bytes the database uses, as workerd counts them.
+    /// Bytes the database uses, as workerd counts them: its first page even
+    /// before the file exists (workerd makes the file at once).
     pub fn database_size(&self) -> Result<f64> {
         self.conn
             .query_row(
-                "SELECT (SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count), (SELECT * FROM pragma_page_size)",
+                "SELECT max((SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count), 1), (SELECT * FROM pragma_page_size)",
                 [],
                 |r| Ok(r.get::<_, i64>(0)? as f64 * r.get::<_, i64>(1)? as f64),
             )
@@ -403,15 +485,23 @@ impl ObjectFile {
             .collect()
     }
 
-    /// Stores `pairs`, in the open transaction (opened here if none is).
-    pub fn kv_put(&self, keys: &[&[u8]], values: &[&[u8]], began: &mut bool) -> Result<()> {
+    /// Stores `values` under `keys`, in the open transaction (opened here if
+    /// none is). A value or key past SQLite's length limit is the user's
+    /// error, worded as workerd words it.
+    pub fn kv_put(
+        &self,
+        keys: &[&[u8]],
+        values: &[&[u8]],
+        began: &mut bool,
+    ) -> std::result::Result<(), ExecError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
         *began |= self.begin()?;
-        let ctx = |e| Error::sqlite("kv put", &self.path, e);
-        self.conn
-            .execute_batch(
-                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID",
-            )
-            .map_err(ctx)?;
+        let ctx = |e: rusqlite::Error| {
+            user_error(&e).unwrap_or_else(|| Error::sqlite("kv put", &self.path, e).into())
+        };
+        self.conn.execute_batch(KV_TABLE).map_err(ctx)?;
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -424,13 +514,16 @@ impl ObjectFile {
         Ok(())
     }
 
-    /// Deletes `keys`; how many were there.
+    /// Deletes `keys`; how many were there. Like a put, it makes the
+    /// key-value table if there is none (workerd's does: `databaseSize`
+    /// shows it).
     pub fn kv_delete(&self, keys: &[&[u8]], began: &mut bool) -> Result<u32> {
-        if !self.has_table("_cf_KV")? {
+        if keys.is_empty() {
             return Ok(0);
         }
         *began |= self.begin()?;
         let ctx = |e| Error::sqlite("kv delete", &self.path, e);
+        self.conn.execute_batch(KV_TABLE).map_err(ctx)?;
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM _cf_KV WHERE key = ?1")
@@ -491,6 +584,12 @@ impl ObjectFile {
 
     /// The alarm, in ms since the epoch (stored as nanoseconds, as workerd does).
     pub fn get_alarm(&self) -> Result<Option<f64>> {
+        let at = self.read_alarm()?;
+        self.alarm.borrow_mut().known = Some(at);
+        Ok(at)
+    }
+
+    fn read_alarm(&self) -> Result<Option<f64>> {
         if !self.has_table("_cf_METADATA")? {
             return Ok(None);
         }
@@ -503,8 +602,12 @@ impl ObjectFile {
             .map_err(|e| Error::sqlite("get alarm", &self.path, e))
     }
 
-    /// Sets or clears the alarm, in the open transaction.
+    /// Sets or clears the alarm, in the open transaction (opened here if none is).
     pub fn set_alarm(&self, at_ms: Option<f64>, began: &mut bool) -> Result<()> {
+        let at_ms = at_ms.map(f64::trunc);
+        if self.alarm.borrow().known == Some(at_ms) {
+            return Ok(());
+        }
         *began |= self.begin()?;
         let ctx = |e| Error::sqlite("set alarm", &self.path, e);
         self.conn
@@ -513,13 +616,17 @@ impl ObjectFile {
             )
             .map_err(ctx)?;
         // Whole milliseconds, as workerd keeps them.
-        let ns = at_ms.map(|ms| (ms.trunc() as i64).saturating_mul(1_000_000));
+        let ns = at_ms.map(|ms| (ms as i64).saturating_mul(1_000_000));
         self.conn
             .prepare_cached(
                 "INSERT INTO _cf_METADATA VALUES(1, ?1) ON CONFLICT DO UPDATE SET value = excluded.value",
             )
             .and_then(|mut s| s.execute([ns]))
             .map_err(ctx)?;
+        let mut alarm = self.alarm.borrow_mut();
+        let entry = (alarm.depth, alarm.known);
+        alarm.undo.push(entry);
+        alarm.known = Some(at_ms);
         Ok(())
     }
 
@@ -529,8 +636,12 @@ impl ObjectFile {
     /// file's replacement.
     pub fn delete_all(&self, began: &mut bool) -> Result<()> {
         self.rollback()?;
-        *began |= self.begin()?;
         let ctx = |e| Error::sqlite("delete all", &self.path, e);
+        // Settings change only outside a transaction: what a new file's
+        // connection would have, as after workerd's reset.
+        self.conn.execute_batch(DEFAULT_SETTINGS).map_err(ctx)?;
+        *began |= self.begin()?;
+        self.alarm.borrow_mut().known = None;
         let objects: Vec<(String, String, bool)> = self
             .conn
             .prepare(
@@ -586,6 +697,21 @@ impl ObjectFile {
             true,
         );
         let _ = self.conn.close();
+    }
+}
+
+/// A SQLite error the user's data caused (a key or value too big), as
+/// workerd words it; `None` for the engine's own.
+fn user_error(e: &rusqlite::Error) -> Option<ExecError> {
+    match e {
+        rusqlite::Error::SqliteFailure(f, m) if f.code == rusqlite::ErrorCode::TooBig => {
+            let text = m.clone().unwrap_or_else(|| "string or blob too big".into());
+            Some(ExecError::Sql(format!(
+                "{text}: {}",
+                errors::primary(f.extended_code)
+            )))
+        }
+        _ => None,
     }
 }
 

@@ -64,6 +64,8 @@ impl Object {
             Some(f) => (f, true),
             None => (ObjectFile::empty(&self.path)?, false),
         };
+        // Read at the start, as workerd reads it to schedule it.
+        file.get_alarm()?;
         *state = State::Open(Box::new(file));
         Ok(exists)
     }
@@ -91,7 +93,10 @@ impl Object {
             }
             State::Closed => return Err(Error::Closed),
         }
-        let file = ObjectFile::create(&self.path, &self.id, self.engine.durability)?;
+        let mut file = ObjectFile::create(&self.path, &self.id, self.engine.durability)?;
+        if let State::Open(standin) = &*state {
+            file.follow(standin);
+        }
         *state = State::Open(Box::new(file));
         self.engine.counters.created.fetch_add(1, Ordering::Relaxed);
         Ok(true)

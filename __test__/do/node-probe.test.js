@@ -1,0 +1,22 @@
+'use strict';
+// The same cases as ../do/workerd-probe.test.js, on this package's Durable
+// Objects host: every answer must be workerd's, except the known differences
+// below, each with its reason (docs/durable-objects-on-node.md lists them).
+const test = require('ava');
+const { startProbeOnNode } = require('../helpers/do-probe');
+const { probeCases } = require('../helpers/do-probe-cases');
+
+const known = {
+  'SQLite build: double-quoted strings allowed (DQS), DELETE/UPDATE … LIMIT parse, math functions exist':
+    "UPDATE/DELETE … LIMIT: SQLite's parser must be generated with SQLITE_ENABLE_UPDATE_DELETE_LIMIT, which the bundled amalgamation is not",
+  'a partly read INSERT … RETURNING cursor left open at the end of the turn breaks the commit: the object resets and the turn is lost':
+    'this host reads every row at exec, so the turn commits; workerd loses it (a workerd bug)',
+  'alarms: setAlarm(≤ 0) refused, sub-millisecond times truncated, a past time clamped to now and fired with { scheduledTime, retryCount, isRetry }':
+    'alarms are stored and read back, but this host does not run alarm() yet',
+  "rowsRead and rowsWritten: the reference values of workerd's patched counters":
+    'workerd counts with a patched SQLite (index entries, every row visited); this host counts rows returned and rows changed',
+  'deleteAll inside transactionSync is not refused: it resets the database, then the savepoint release fails with an internal error':
+    'this host refuses deleteAll() in transactionSync() as in transaction(); workerd resets, then fails with an internal error (a workerd bug)',
+};
+
+probeCases(test, () => startProbeOnNode(), { known });

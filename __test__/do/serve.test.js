@@ -1,0 +1,185 @@
+'use strict';
+// `serve` (js/do/serve.js, http.js) and `durable-workers serve`
+// (js/cli/serve.js): a Wrangler project (__test__/fixtures/do-app) answered
+// over real HTTP, in this process and as a child process.
+//
+// The in-process tests are serial: `cloudflare:workers` exports one `env`
+// per process, and two serves at once would share it.
+const test = require('ava');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { tmpDir } = require('../helpers/tmp');
+const { startServe, APP } = require('../helpers/serve-cli');
+const { serve } = require('../../js/do/serve');
+const { main } = require('../../js/cli');
+
+const ENTRY = path.join(APP, 'src', 'index.mjs');
+
+/** serve() on the fixture app, port 0, closed when the test ends. */
+async function start(t, o = {}) {
+  const logged = [];
+  const s = await serve({ cwd: APP, dir: o.dir ?? path.join(tmpDir(t), 'data'), port: 0, log: (line) => logged.push(line), ...o });
+  t.teardown(() => s.close());
+  return { ...s, logged };
+}
+
+/** A project in a temporary directory: a wrangler.jsonc for the fixture's entry with `config` over the fixture's own. */
+function project(t, config) {
+  const dir = tmpDir(t);
+  const base = {
+    name: 'do-app',
+    main: ENTRY,
+    compatibility_date: '2026-11-01',
+    durable_objects: { bindings: [{ name: 'LEDGER', class_name: 'Ledger' }] },
+    migrations: [{ tag: 'v1', new_sqlite_classes: ['Ledger'] }],
+  };
+  fs.writeFileSync(path.join(dir, 'wrangler.jsonc'), JSON.stringify({ ...base, ...config }));
+  return dir;
+}
+
+const post = (url, body, headers) => fetch(url, { method: 'POST', body, headers });
+
+test.serial('port 0 reports the bound port; a write acknowledged over HTTP reads back, and is there after serve restarts on the directory', async (t) => {
+  const dir = path.join(tmpDir(t), 'data');
+  const s = await start(t, { dir });
+  t.not(s.port, 0);
+  t.is(s.url, `http://127.0.0.1:${s.port}`);
+  t.deepEqual(await (await post(`${s.url}/append/a`, 'first')).json(), { seq: 1 });
+  t.deepEqual(await (await post(`${s.url}/append/a`, 'second')).json(), { seq: 2 });
+  t.deepEqual(await (await post(`${s.url}/append/b`, 'other object')).json(), { seq: 1 });
+  const rows = [
+    { seq: 1, value: 'first' },
+    { seq: 2, value: 'second' },
+  ];
+  t.deepEqual(await (await fetch(`${s.url}/entries/a`)).json(), { rows, last: 'second' });
+  await s.close();
+  const again = await start(t, { dir });
+  t.deepEqual(await (await fetch(`${again.url}/entries/a`)).json(), { rows, last: 'second' });
+});
+
+test.serial('vars reach the handler env, the env of cloudflare:workers (the same namespaces) and the object', async (t) => {
+  const s = await start(t);
+  const res = await fetch(`${s.url}/vars/named`);
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { handler: 'hello', module: 'hello', sameNamespace: true, object: { greeting: 'hello', limits: { max: 3 }, name: 'named' } });
+});
+
+test.serial("a request's method, URL, headers and body reach the object's fetch through stub.fetch, and its Response comes back", async (t) => {
+  const s = await start(t);
+  const body = 'x'.repeat(200_000);
+  const res = await post(`${s.url}/echo/e?q=1`, body, { 'x-test': 'yes' });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { method: 'POST', url: `${s.url}/echo/e?q=1`, body, header: 'yes', name: 'e' });
+});
+
+test.serial('the status and each Set-Cookie header reach the client unjoined', async (t) => {
+  const s = await start(t);
+  const res = await fetch(`${s.url}/cookies/x`);
+  t.is(res.status, 201);
+  t.deepEqual(res.headers.getSetCookie(), ['a=1; Path=/', 'b=2; Path=/; HttpOnly']);
+  t.is(await res.text(), 'two cookies');
+});
+
+test.serial('an error thrown by the app is a 500 with a short body; its message and stack go to the log, never to the client', async (t) => {
+  const s = await start(t);
+  const res = await fetch(`${s.url}/throw/x`);
+  t.is(res.status, 500);
+  const text = await res.text();
+  t.is(text, 'Internal Server Error\n');
+  t.is(s.logged.length, 1);
+  t.regex(s.logged[0], /^GET \/throw\/x: Error: a secret detail that must not reach the client\n\s+at /);
+});
+
+test.serial('a WebSocket upgrade is answered 501, saying it is not supported yet', async (t) => {
+  const s = await start(t);
+  const { status, text } = await new Promise((resolve, reject) => {
+    const req = http.request(`${s.url}/ws/x`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('upgrade', () => reject(new Error('upgraded')));
+    req.on('error', reject);
+    req.end();
+  });
+  t.is(status, 501);
+  t.regex(text, /does not accept WebSocket \(Upgrade\) requests yet/);
+});
+
+test.serial('close() lets a response in flight finish, stops listening, then releases the directory', async (t) => {
+  const dir = path.join(tmpDir(t), 'data');
+  const s = await start(t, { dir });
+  const res = await fetch(`${s.url}/stream/300`);
+  t.is(res.status, 200); // the head is out: the request is in flight
+  let closed = false;
+  const closing = s.close().then(() => (closed = true));
+  t.is(await res.text(), 'head tail');
+  await closing;
+  t.true(closed);
+  await t.throwsAsync(fetch(`${s.url}/entries/a`)); // no longer listening
+  const again = await start(t, { dir }); // the lock is released
+  t.is((await fetch(`${again.url}/entries/a`)).status, 200);
+});
+
+test.serial('a bound class the entry does not export is refused with ERR_DURABLE_CONFIG naming the class and binding', async (t) => {
+  const cwd = project(t, {
+    durable_objects: { bindings: [{ name: 'GONE', class_name: 'Missing' }] },
+    migrations: [{ tag: 'v1', new_sqlite_classes: ['Missing'] }],
+  });
+  const err = await t.throwsAsync(serve({ cwd, dir: path.join(cwd, 'data'), port: 0 }));
+  t.is(err.code, 'ERR_DURABLE_CONFIG');
+  t.regex(err.message, /does not export the class "Missing" that Durable Object binding "GONE"/);
+  t.false(fs.existsSync(path.join(cwd, 'data')), 'nothing opened');
+});
+
+test.serial('a TypeScript entry is refused, naming the Node it needs, where Node cannot strip types', async (t) => {
+  if (process.features.typescript) {
+    t.pass(`Node ${process.version} strips types; nothing to refuse`);
+    return;
+  }
+  const cwd = project(t, { main: 'src/index.ts' });
+  const err = await t.throwsAsync(serve({ cwd, port: 0 }));
+  t.is(err.code, 'ERR_DURABLE_CONFIG');
+  t.regex(err.message, new RegExp(`index\\.ts is TypeScript, and Node ${process.version.replace(/\./g, '\\.')} cannot strip types: use Node 22\\.18`));
+});
+
+test.serial('a second serve on a directory being served exits 3 (ERR_DURABLE_LOCKED)', async (t) => {
+  const dir = path.join(tmpDir(t), 'data');
+  await start(t, { dir });
+  const second = await startServe(['--dir', dir, '--port', '0'], { t });
+  t.is(second.url, null);
+  t.deepEqual(await second.exited, { code: 3, signal: null });
+  t.regex(second.stderr(), /ERR_DURABLE_LOCKED/);
+});
+
+test('the CLI prints "ready on <url>", answers, and exits 0 on SIGTERM', async (t) => {
+  const dir = path.join(tmpDir(t), 'data');
+  const s = await startServe(['--dir', dir, '--port', '0'], { t });
+  t.regex(s.url ?? s.stderr(), /^http:\/\/127\.0\.0\.1:\d+$/);
+  t.deepEqual(await (await post(`${s.url}/append/cli`, 'v')).json(), { seq: 1 });
+  t.deepEqual(await (await fetch(`${s.url}/entries/cli`)).json(), { rows: [{ seq: 1, value: 'v' }], last: 'v' });
+  s.child.kill('SIGTERM');
+  t.deepEqual(await s.exited, { code: 0, signal: null });
+  t.is(s.stdout(), `ready on ${s.url}\n`);
+  t.is(s.stderr(), '');
+});
+
+test('the CLI exits 1 naming the key and binding when the config binds kv_namespaces', async (t) => {
+  const cwd = project(t, { kv_namespaces: [{ binding: 'CACHE', id: 'abc' }] });
+  const s = await startServe(['--port', '0'], { cwd, t });
+  t.is(s.url, null);
+  t.deepEqual(await s.exited, { code: 1, signal: null });
+  t.regex(s.stderr(), /ERR_DURABLE_CONFIG: .*wrangler\.jsonc cannot be served[\s\S]*"kv_namespaces" \("CACHE"\) is not supported/);
+  t.false(fs.existsSync(path.join(cwd, '.data')), 'no directory was made');
+});
+
+test('usage errors exit 2 with the message and the help', async (t) => {
+  for (const args of [['--port', '70000'], ['--port', 'x'], ['a.mjs', 'b.mjs'], ['--nope']]) {
+    let err = '';
+    const code = await main(['serve', ...args], { stdout: { write: () => {} }, stderr: { write: (s) => (err += s) } });
+    t.is(code, 2, args.join(' '));
+    t.regex(err, /usage: durable-workers serve/);
+  }
+});

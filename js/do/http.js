@@ -1,0 +1,157 @@
+'use strict';
+// The bridge between `node:http` and the fetch API a Worker speaks: an
+// incoming request becomes a web `Request`, the `Response` the app returns is
+// written back, and a failure in the app becomes a 500.
+//
+// Guarantee: the client never sees the app's error message or stack (they go
+// to the log, with the method and path); a response is a 500 only while its
+// head has not been sent, and a failure after that cuts the connection, so a
+// truncated body never passes for a whole one. Bodies stream both ways: a
+// large upload or download is never held in memory here.
+//
+// Mechanism: the request body is the node stream itself (`Readable.toWeb`,
+// `duplex: 'half'`); the response body is piped from its web stream. A client
+// that goes away aborts the `Request`'s signal, and the response body is
+// cancelled so the app's stream stops producing.
+
+const { Readable } = require('node:stream');
+const { pipeline } = require('node:stream/promises');
+
+/** Methods whose requests cannot carry a body in the fetch API. */
+const NO_BODY = new Set(['GET', 'HEAD']);
+
+/**
+ * A web `Request` for a node request.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {{ origin: string, signal?: AbortSignal }} o origin: used when the request has no Host header
+ * @returns {Request}
+ */
+function toRequest(req, o) {
+  // undici keeps the headers an HTTP client may not set (Host, Connection,
+  // Upgrade), so the app sees what workerd would show it.
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i], raw[i + 1]);
+  const host = req.headers.host;
+  const url = new URL(req.url ?? '/', host ? `http://${host}` : o.origin);
+  const init = { method: req.method, headers, signal: o.signal };
+  // A request with neither a length nor chunked encoding has no body (RFC
+  // 9112 §6.3); giving it an empty stream would make `request.body` non-null,
+  // unlike workerd.
+  if (!NO_BODY.has(req.method) && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
+    init.body = Readable.toWeb(req);
+    init.duplex = 'half';
+  }
+  return new Request(url, init);
+}
+
+/**
+ * Writes a web `Response` to a node response: status, headers (each
+ * Set-Cookie on its own line), then the body, streamed. Resolves when the
+ * body has been handed to the socket, or the client has gone.
+ * @param {Response} response
+ * @param {import('node:http').ServerResponse} res
+ * @returns {Promise<void>}
+ */
+async function writeResponse(response, res) {
+  const head = {};
+  for (const [name, value] of response.headers) {
+    // Headers iteration joins nothing but Set-Cookie, which cannot be joined; it comes from getSetCookie().
+    if (name !== 'set-cookie') head[name] = value;
+  }
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) head['set-cookie'] = cookies;
+  res.writeHead(response.status, response.statusText || undefined, head);
+  const body = response.body;
+  if (body === null) {
+    res.end();
+    return;
+  }
+  try {
+    // For HEAD, node drops what is written; the pipe still drains the app's stream.
+    await pipeline(Readable.fromWeb(body), res);
+  } catch (err) {
+    // The client went away (nothing to tell it), or the app's stream failed
+    // after the head was sent: cut the connection so the body is not taken
+    // for complete, and let the caller log it.
+    res.destroy();
+    if (!res.writableFinished && !isPrematureClose(err)) throw err;
+  }
+}
+
+function isPrematureClose(err) {
+  return err?.code === 'ERR_STREAM_PREMATURE_CLOSE' || err?.code === 'ECONNRESET' || err?.code === 'EPIPE';
+}
+
+/**
+ * A `node:http` request listener that runs `handler` for each request and
+ * writes its answer. An error thrown by the handler, or a value that is not a
+ * Response, becomes a 500 with a short text body; the detail goes to `log`.
+ * @param {(request: Request) => Promise<Response> | Response} handler
+ * @param {{ origin: string, log: (line: string) => void }} o
+ * @returns {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => Promise<void>}
+ *   resolves once the response is written (or abandoned); never rejects
+ */
+function requestListener(handler, o) {
+  return async (req, res) => {
+    const aborted = new AbortController();
+    // 'close' on the response before it finished: the client has gone.
+    res.once('close', () => {
+      if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
+    });
+    let response;
+    try {
+      const request = toRequest(req, { origin: o.origin, signal: aborted.signal });
+      response = await handler(request);
+      if (!(response instanceof Response)) {
+        throw new TypeError(`the fetch handler returned ${describe(response)}, not a Response`);
+      }
+    } catch (err) {
+      o.log(`${req.method} ${req.url}: ${err?.stack ?? err}`);
+      sendError(res, 500, 'Internal Server Error\n');
+      return;
+    }
+    try {
+      await writeResponse(response, res);
+    } catch (err) {
+      o.log(`${req.method} ${req.url}: the response body failed after its head was sent: ${err?.stack ?? err}`);
+    }
+  };
+}
+
+/**
+ * A short plain-text error answer, or a cut connection when the head has
+ * already gone.
+ * @param {import('node:http').ServerResponse} res
+ * @param {number} status
+ * @param {string} text
+ */
+function sendError(res, status, text) {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * Answers an HTTP upgrade on its raw socket with `status` and a text body,
+ * then closes it (the upgrade path has no ServerResponse).
+ * @param {import('node:net').Socket} socket
+ * @param {number} status
+ * @param {string} reason the status line's reason phrase
+ * @param {string} text
+ */
+function refuseUpgrade(socket, status, reason, text) {
+  const body = Buffer.from(text);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${text}`);
+}
+
+function describe(v) {
+  if (v === null || v === undefined) return String(v);
+  if (typeof v === 'object') return `an object (${v.constructor?.name ?? 'null prototype'})`;
+  return `a ${typeof v}`;
+}
+
+module.exports = { toRequest, writeResponse, requestListener, sendError, refuseUpgrade };
