@@ -74,6 +74,7 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_IO'
   | 'ERR_DURABLE_NO_ADDON'
   | 'ERR_DURABLE_CONTROL'
+  | 'ERR_DURABLE_CONFIG'
   | 'ERR_DURABLE_INTERNAL';
 
 /** The codes, by short name. */
@@ -95,6 +96,7 @@ export const codes: Readonly<{
   IO: 'ERR_DURABLE_IO';
   NO_ADDON: 'ERR_DURABLE_NO_ADDON';
   CONTROL: 'ERR_DURABLE_CONTROL';
+  CONFIG: 'ERR_DURABLE_CONFIG';
   INTERNAL: 'ERR_DURABLE_INTERNAL';
 }>;
 

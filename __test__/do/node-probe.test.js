@@ -11,8 +11,6 @@ const known = {
     "UPDATE/DELETE … LIMIT: SQLite's parser must be generated with SQLITE_ENABLE_UPDATE_DELETE_LIMIT, which the bundled amalgamation is not",
   'a partly read INSERT … RETURNING cursor left open at the end of the turn breaks the commit: the object resets and the turn is lost':
     'this host reads every row at exec, so the turn commits; workerd loses it (a workerd bug)',
-  'alarms: setAlarm(≤ 0) refused, sub-millisecond times truncated, a past time clamped to now and fired with { scheduledTime, retryCount, isRetry }':
-    'alarms are stored and read back, but this host does not run alarm() yet',
   "rowsRead and rowsWritten: the reference values of workerd's patched counters":
     'workerd counts with a patched SQLite (index entries, every row visited); this host counts rows returned and rows changed',
   'deleteAll inside transactionSync is not refused: it resets the database, then the savepoint release fails with an internal error':

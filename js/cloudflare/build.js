@@ -42,6 +42,33 @@ const nodeBuiltins = {
 };
 
 /**
+ * Bundles `entry` into one ES module for workerd at `outfile`: `cloudflare:*`
+ * left to workerd, `node:` builtins as workerd's, class names kept (the
+ * config names them).
+ * @param {string} entry
+ * @param {string} outfile
+ * @param {Record<string, string>} [alias]
+ */
+async function bundleForWorkerd(entry, outfile, alias) {
+  const esbuild = require('esbuild');
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    target: 'es2022',
+    mainFields: ['module', 'main'],
+    conditions: ['workerd', 'worker', 'import', 'default'],
+    keepNames: true,
+    external: ['cloudflare:*'],
+    alias,
+    plugins: [nodeBuiltins],
+    logLevel: 'silent',
+  });
+}
+
+/**
  * The DurableWorker classes a module exports, by export name. The module is
  * imported in this process (it should import only durable-workers and
  * portable code); if that fails, the error is logged and the exports the file
@@ -114,21 +141,7 @@ async function buildWorkerd(o) {
   fs.writeFileSync(entry, `${lines.join('\n')}\n`);
   const here = __dirname;
   const bundle = path.join(o.outDir, 'worker.mjs');
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile: bundle,
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    mainFields: ['module', 'main'],
-    conditions: ['workerd', 'worker', 'import', 'default'],
-    keepNames: true,
-    external: ['cloudflare:*'],
-    alias: { 'durable-workers/cloudflare': path.join(here, 'workerd.mjs'), 'durable-workers': path.join(here, 'base.js') },
-    plugins: [nodeBuiltins],
-    logLevel: 'silent',
-  });
+  await bundleForWorkerd(entry, bundle, { 'durable-workers/cloudflare': path.join(here, 'workerd.mjs'), 'durable-workers': path.join(here, 'base.js') });
   const namespaces = classes.map((c) => `(className = ${capnpString(c.name)}, uniqueKey = ${capnpString(`durable-workers:${c.name}`)}, enableSql = true)`);
   const bindings = [
     ...classes.map((c) => `(name = ${capnpString(c.name)}, durableObjectNamespace = ${capnpString(c.name)})`),
@@ -165,4 +178,4 @@ const worker :Workerd.Worker = (
   return { config: configPath, bundle, classes };
 }
 
-module.exports = { buildWorkerd, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE };
+module.exports = { buildWorkerd, bundleForWorkerd, capnpString, workerdBinary, WORKERD_VERSION, COMPATIBILITY_DATE };

@@ -14,24 +14,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { DurableError, codes } = require('../api/errors');
 const { PING_PATH, TOKEN_FILE } = require('./ready');
-const { WORKERD_VERSION } = require('./build');
-
-/**
- * esbuild: a CommonJS require('node:x') becomes a static import of workerd's
- * node:x (nodejs_compat is on by default at the compatibility dates used
- * here). The same rule as ./build.js, which does not export its plugin.
- */
-const nodeBuiltins = {
-  name: 'durable-workers-raw-node-builtins',
-  setup(b) {
-    b.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'node-builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'node-builtin' }));
-    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `export * from ${JSON.stringify(args.path)}; export { default } from ${JSON.stringify(args.path)};`, loader: 'js' }));
-  },
-};
-
-function capnpString(s) {
-  return JSON.stringify(String(s));
-}
+const { WORKERD_VERSION, bundleForWorkerd, capnpString } = require('./build');
 
 const CLASS_NAME = /^[A-Za-z_$][\w$]*$/;
 const BINDING_NAME = /^[A-Za-z_$][\w$]*$/;
@@ -76,7 +59,6 @@ async function buildRawWorkerd({
   compatibilityFlags = [],
   uniqueKeyOf = (className) => `${name}-${className}`,
 }) {
-  const esbuild = require('esbuild');
   const file = path.resolve(entry);
   if (!fs.existsSync(file)) throw new DurableError(codes.NAME, `workerd: no module at ${file}`);
   // name is also the worker's service name, beside the "storage" disk service.
@@ -110,21 +92,7 @@ async function buildRawWorkerd({
   ];
   fs.writeFileSync(generated, `${lines.join('\n')}\n`);
   const bundle = path.join(outDir, 'worker.mjs');
-  await esbuild.build({
-    entryPoints: [generated],
-    outfile: bundle,
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    mainFields: ['module', 'main'],
-    conditions: ['workerd', 'worker', 'import', 'default'],
-    // Class names are what the config refers to: minifying or renaming must not change them.
-    keepNames: true,
-    external: ['cloudflare:*'],
-    plugins: [nodeBuiltins],
-    logLevel: 'silent',
-  });
+  await bundleForWorkerd(generated, bundle);
   const uniqueKeys = {};
   for (const o of objects) uniqueKeys[o.className] = uniqueKeyOf(o.className);
   const namespaces = objects.map((o) => `(className = ${capnpString(o.className)}, uniqueKey = ${capnpString(uniqueKeys[o.className])}${o.sql ? ', enableSql = true' : ''})`);

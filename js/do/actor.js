@@ -65,7 +65,9 @@ class Actor {
   #native = null;
 
   /**
-   * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void }} o
+   * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void,
+   *           named?: ((name: string) => import('./ids').DurableObjectId) | null }} o
+   *   named: started for an alarm, by its id string alone: the id with the name its alarm recorded
    * @param {import('./ids').DurableObjectId} id
    */
   constructor(o, id) {
@@ -85,11 +87,24 @@ class Actor {
     await after;
     this.#native = host.native.object(`do.${className}`, this.id.toString());
     await this.#native.load();
+    if (this.o.named && this.id.name === undefined) {
+      // Started by an alarm after a restart: `ctx.id.name` as the app made the id.
+      const name = this.#native.alarmName();
+      if (name !== null) this.id = this.o.named(name);
+    } else if (this.o.host.alarms !== undefined) {
+      // The index is moved earlier before the commit that sets an alarm, but
+      // the two files sync apart: a crash in between can leave an alarm the
+      // index lacks. Opening the object again puts that right.
+      const at = this.#native.getAlarm();
+      if (at !== null) this.o.host.alarms.earlier(`do.${className}`, this.id.toString(), at, false);
+    }
     this.#turns = new Turns(this.#native, host.commits, this.output);
     this.#storage = new DurableObjectStorage(this.#native, this.#turns, {
       sql,
       hasAlarmHandler: () => typeof this.#instance?.alarm === 'function' || this.#instance === null,
       blockConcurrencyWhile: (fn) => this.input.blockConcurrencyWhile(fn),
+      idName: () => this.id.name,
+      alarmWritten: (at) => this.#alarmWritten(at),
     });
     const ctx = new DurableObjectState(this, this.#storage);
     // The constructor is the first event: what it starts under
@@ -136,6 +151,83 @@ class Actor {
       if (typeof instance.fetch !== 'function') throw new TypeError('Handler does not export a fetch() function.');
       return instance.fetch(request);
     });
+  }
+
+  /**
+   * Runs the object's alarm if it is due, as an event: `alarm({ retryCount, isRetry })`.
+   * While the handler runs, `getAlarm()` reads null unless it sets a new one;
+   * after it succeeds, the alarm that fired is deleted unless it did.
+   * Resolves once the event's writes are durable.
+   * @param {number} retryCount
+   * @returns {Promise<{ state: 'none' | 'later' | 'ran' | 'threw', at: number | null, changed: boolean, alarm: number | null }>}
+   *   alarm: the object's alarm afterwards; changed: a throwing handler set or deleted the alarm
+   */
+  async fireAlarm(retryCount) {
+    const r = await this.event(async (instance) => {
+      const at = this.#native.getAlarm();
+      if (at === null) return { state: 'none', at };
+      if (at > Date.now()) return { state: 'later', at };
+      if (typeof instance.alarm !== 'function') {
+        // The class lost its handler since the alarm was set: nothing can run it.
+        this.#storage._dropFiredAlarm(at);
+        return { state: 'none', at };
+      }
+      const storage = this.#storage;
+      storage._alarmFiring = true;
+      try {
+        await instance.alarm({ scheduledTime: at, retryCount, isRetry: retryCount > 0 });
+      } catch {
+        const changed = !storage._alarmFiring;
+        storage._alarmFiring = false;
+        return { state: 'threw', at, changed };
+      }
+      if (storage._alarmFiring) {
+        storage._alarmFiring = false;
+        storage._dropFiredAlarm(at);
+      }
+      return { state: 'ran', at };
+    });
+    return { changed: false, ...r, alarm: this.#native.getAlarm() };
+  }
+
+  /**
+   * Deletes the alarm that fired at `at` (null: whichever is due) after its last retry failed.
+   * @param {number | null} at
+   * @returns {Promise<number | null>} the object's alarm afterwards
+   */
+  async dropAlarm(at) {
+    await this.event(() => {
+      const cur = this.#native.getAlarm();
+      if (cur !== null && (at === null ? cur <= Date.now() : cur === at)) this.#storage._dropFiredAlarm(cur);
+    });
+    return this.#native.getAlarm();
+  }
+
+  /**
+   * The app wrote the alarm (`at`, null: deleted) in the open turn: the
+   * index moves earlier first (outputs wait for it), and is set exactly
+   * once the turn's commit is durable.
+   * @param {number | null} at
+   */
+  #alarmWritten(at) {
+    const alarms = this.o.host.alarms;
+    if (alarms === undefined) return;
+    const cls = `do.${this.o.className}`;
+    const hex = this.id.toString();
+    if (at !== null) this.output.lockWhile(alarms.earlier(cls, hex, at));
+    this.output.wait().then(
+      () => {
+        let now;
+        try {
+          now = this.#native.getAlarm();
+        } catch {
+          // Closed: the index stays early, and the next pass puts it right.
+          return;
+        }
+        alarms.exact(cls, hex, now, true);
+      },
+      () => {},
+    );
   }
 
   /** Breaks the object: outputs waiting fail, and the host starts a fresh one for the next event. */

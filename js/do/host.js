@@ -8,11 +8,15 @@ const { Commits } = require('../runtime/commits');
 const { fromNative } = require('../api/errors');
 const { DurableObjectNamespace } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
+const { ObjectAlarms } = require('./alarms');
 
 /**
- * Opens `dir` and binds each class: `env[binding]` is its namespace.
+ * Opens `dir` and binds each class: `env[binding]` is its namespace. Alarms
+ * already due in `dir` fire at once; the others when due (./alarms.js).
  * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
- *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed' }} o
+ *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number }} o
+ *   alarmRetryMs: the delay before the first retry of an alarm() that threw, doubled for each
+ *   later one (default 2000, as workerd; tests shorten it)
  * @returns {Promise<{ env: Record<string, unknown>, close(): Promise<void> }>}
  */
 async function openObjects(o) {
@@ -29,6 +33,8 @@ async function openObjects(o) {
   const host = { native, commits };
   const env = { ...o.vars };
   const namespaces = [];
+  /** catalog class (`do.<Class>`) → its namespaces, for the alarms */
+  const byClass = new Map();
   try {
     for (const [binding, b] of Object.entries(o.bindings)) {
       const className = b.class.name;
@@ -42,17 +48,25 @@ async function openObjects(o) {
       });
       env[binding] = ns;
       namespaces.push(ns);
+      byClass.set(`do.${className}`, [...(byClass.get(`do.${className}`) ?? []), ns]);
     }
+    const retryMs = o.alarmRetryMs ?? 2000;
+    if (!(retryMs >= 0)) throw new TypeError('openObjects: alarmRetryMs must be a number >= 0');
+    host.alarms = new ObjectAlarms(native, byClass, { retryMs });
   } catch (err) {
     // The directory must not stay owned by a host nobody can close.
     await native.close();
     commits.close();
     throw err;
   }
+  host.alarms.start();
   return {
     env,
     async close() {
+      await host.alarms.stop();
       await Promise.all(namespaces.map((ns) => ns.close()));
+      // The index writes the last commits asked for.
+      await host.alarms.drain();
       await native.close();
       commits.close();
     },

@@ -49,12 +49,23 @@ class DurableObjectNamespace {
     return this.get(this.idFromName(name));
   }
 
+  /**
+   * @internal The live object of the id string `hex`, for its alarm: started
+   * if there is none, with the name its alarm recorded. Throws if `hex` is
+   * not an id of this namespace.
+   * @param {string} hex
+   */
+  _alarmActor(hex) {
+    return this.#live.get(hex) ?? this.#actorOf(this.#ids.idFromString(hex), true);
+  }
+
   /** The live object of `id`, started if there is none. */
-  #actorOf(id) {
+  #actorOf(id, forAlarm = false) {
     const key = id.toString();
     let actor = this.#live.get(key);
     if (actor === undefined) {
-      actor = new Actor({ ...this.#o, after: this.#closing.get(key), onBroken: (a) => this.#broken(key, a) }, id);
+      const named = forAlarm ? (name) => this.#ids.idFromStringNamed(key, name) : null;
+      actor = new Actor({ ...this.#o, named, after: this.#closing.get(key), onBroken: (a) => this.#broken(key, a) }, id);
       this.#live.set(key, actor);
     }
     return actor;

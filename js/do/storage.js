@@ -44,16 +44,28 @@ class DurableObjectStorage {
   #native;
   #turns;
   #hasAlarmHandler;
+  #idName;
+  #alarmWritten;
+  /**
+   * @internal true while `alarm()` runs and has not set or deleted the
+   * alarm: the alarm that fired reads as null, and is deleted once the
+   * handler succeeds (workerd's deferred delete).
+   */
+  _alarmFiring = false;
 
   /**
    * @param {object} native the object's NativeObject
    * @param {import('./turns').Turns} turns
-   * @param {{ sql: boolean, hasAlarmHandler: () => boolean, blockConcurrencyWhile: (fn: () => Promise<unknown>) => Promise<unknown> }} o
+   * @param {{ sql: boolean, hasAlarmHandler: () => boolean, blockConcurrencyWhile: (fn: () => Promise<unknown>) => Promise<unknown>,
+   *           idName?: () => string | undefined, alarmWritten?: (at: number | null) => void }} o
+   *   idName: the id's name, kept with the alarm for `ctx.id.name` in alarm(); alarmWritten: the app set (or deleted) the alarm
    */
   constructor(native, turns, o) {
     this.#native = native;
     this.#turns = turns;
     this.#hasAlarmHandler = o.hasAlarmHandler;
+    this.#idName = o.idName ?? (() => undefined);
+    this.#alarmWritten = o.alarmWritten ?? (() => {});
     this.blockConcurrencyWhile = o.blockConcurrencyWhile;
     const sql = new SqlStorage(native, turns);
     const kv = new SyncKvStorage(this);
@@ -171,6 +183,8 @@ class DurableObjectStorage {
     this.#turns.check();
     if (this.#turns.depth > 0) throw new Error('Cannot call deleteAll() within a transaction');
     this.#turns.wrote(this.#native.deleteAll());
+    this._alarmFiring = false;
+    this.#alarmWritten(null);
   }
 
   /** Resolves when every write made so far is durable. */
@@ -191,23 +205,38 @@ class DurableObjectStorage {
   /** The alarm's time in ms since the epoch, or null. */
   async getAlarm() {
     this.#turns.check();
+    if (this._alarmFiring) return null;
     return this.#native.getAlarm();
   }
 
   /** @param {number | Date} when */
   async setAlarm(when) {
     this.#turns.check();
-    const at = when instanceof Date ? when.getTime() : Number(when);
+    if (typeof when !== 'number' && !(when instanceof Date)) {
+      throw new TypeError("Failed to execute 'setAlarm' on 'DurableObjectStorage': parameter 1 is not of type 'date'.");
+    }
+    const at = when instanceof Date ? when.getTime() : when;
     if (!(at > 0)) throw new TypeError('setAlarm() cannot be called with an alarm time <= 0');
     if (!this.#hasAlarmHandler()) {
       throw new TypeError('Your Durable Object class must have an alarm() handler in order to call setAlarm()');
     }
-    this.#turns.wrote(this.#native.setAlarm(Math.max(at, Date.now())));
+    const clamped = Math.trunc(Math.max(at, Date.now()));
+    this.#turns.wrote(this.#native.setAlarm(clamped, this.#idName() ?? null));
+    this._alarmFiring = false;
+    this.#alarmWritten(clamped);
   }
 
   async deleteAlarm() {
     this.#turns.check();
-    this.#turns.wrote(this.#native.setAlarm(null));
+    this.#turns.wrote(this.#native.setAlarm(null, null));
+    this._alarmFiring = false;
+    this.#alarmWritten(null);
+  }
+
+  /** @internal the alarm that fired at `at` is done: deleted in the open turn, if it is still the one set */
+  _dropFiredAlarm(at) {
+    this.#turns.check();
+    if (this.#native.getAlarm() === at) this.#turns.wrote(this.#native.setAlarm(null, null));
   }
 }
 

@@ -290,12 +290,25 @@ impl NativeObject {
         self.with(env, |f| f.get_alarm())
     }
 
-    /// Sets (ms since the epoch) or clears (null) the alarm, in the open transaction.
+    /// The id's name recorded with the alarm (see `setAlarm`), or null.
     #[napi]
-    pub fn set_alarm(&self, env: &Env, at: Option<f64>) -> napi::Result<Wrote> {
+    pub fn alarm_name(&self, env: &Env) -> napi::Result<Option<String>> {
+        self.with(env, |f| f.alarm_name())
+    }
+
+    /// Sets (ms since the epoch) or clears (null) the alarm, in the open
+    /// transaction; `name`, the id's name if it has one, is kept with a set
+    /// alarm where user SQL cannot read it (`_cf_METADATA`, key 3).
+    #[napi]
+    pub fn set_alarm(
+        &self,
+        env: &Env,
+        at: Option<f64>,
+        name: Option<String>,
+    ) -> napi::Result<Wrote> {
         let created = self.ensure_file(env)?;
         let mut began = false;
-        self.with(env, |f| f.set_alarm(at, &mut began))?;
+        self.with(env, |f| f.set_alarm(at, name.as_deref(), &mut began))?;
         Ok(Wrote {
             began,
             created,

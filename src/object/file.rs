@@ -12,16 +12,16 @@
 //! without a sync, and the caller syncs what `commit` returns on another
 //! thread before it releases anything that depends on it (`wal`).
 
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{ffi, params, Connection, OptionalExtension};
+use rusqlite::{ffi, Connection};
 
 use super::authorizer::{self, Guard};
 use super::errors;
+use super::kv::AlarmCache;
+use super::stmt::Stmt;
 use crate::cache;
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, sync_dir};
@@ -34,10 +34,6 @@ use crate::wal::{Unsynced, Wal};
 const DEFAULT_SETTINGS: &str = "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = OFF; \
      PRAGMA ignore_check_constraints = OFF; PRAGMA legacy_alter_table = OFF; \
      PRAGMA recursive_triggers = OFF; PRAGMA reverse_unordered_selects = OFF;";
-
-/// The key-value table, made at its first write as workerd makes it.
-const KV_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID";
 
 /// `PRAGMA application_id` of a Durable Object's file ("DO" and 1).
 pub const APPLICATION_ID: i32 = 0x444f_0001;
@@ -80,44 +76,15 @@ impl From<Error> for ExecError {
 /// An object's connection: to its file, or, before its first write, to an
 /// empty database in memory that reads see.
 pub struct ObjectFile {
-    conn: Connection,
-    path: PathBuf,
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
     /// `None` for the in-memory stand-in.
     wal: Option<Wal>,
     guard: Arc<Guard>,
     /// Made by this handle and not yet synced: the next sync covers the file
     /// and its directory too.
     fresh: bool,
-    alarm: std::cell::RefCell<AlarmCache>,
-}
-
-/// The alarm as this connection last read or wrote it, as workerd caches it:
-/// setting the value it already holds writes nothing, and a reset
-/// (`delete_all`) forgets it, so that the next set writes even a clear (and
-/// makes the metadata table: visible in `databaseSize`). Only a write is
-/// undone by a rollback (to its savepoint, or of the transaction): a read
-/// stays known.
-#[derive(Default)]
-struct AlarmCache {
-    /// `None`: not known since the load or the last reset.
-    known: Option<Option<f64>>,
-    /// Savepoints open in the transaction.
-    depth: u32,
-    /// Each write's savepoint depth and what `known` was before it.
-    undo: Vec<(u32, Option<Option<f64>>)>,
-}
-
-impl AlarmCache {
-    /// Undoes the writes made at `depth` or deeper.
-    fn roll_back_to(&mut self, depth: u32) {
-        while let Some(&(d, before)) = self.undo.last() {
-            if d < depth {
-                break;
-            }
-            self.known = before;
-            self.undo.pop();
-        }
-    }
+    pub(super) alarm: std::cell::RefCell<AlarmCache>,
 }
 
 /// A commit written to the log, for a commit thread to make durable.
@@ -459,177 +426,6 @@ impl ObjectFile {
             .map_err(|e| Error::sqlite("database size", &self.path, e))
     }
 
-    fn has_table(&self, name: &str) -> Result<bool> {
-        self.conn
-            .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-            .and_then(|mut s| s.exists([name]))
-            .map_err(|e| Error::sqlite("read schema", &self.path, e))
-    }
-
-    /// The values of `keys` (their bytes as workerd makes them: see
-    /// `js/do/keys.js`), in their order, `None` where absent.
-    pub fn kv_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        if !self.has_table("_cf_KV")? {
-            return Ok(vec![None; keys.len()]);
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT value FROM _cf_KV WHERE key = ?1")
-            .map_err(|e| Error::sqlite("kv get", &self.path, e))?;
-        keys.iter()
-            .map(|k| {
-                stmt.query_row([text(k)], |r| r.get::<_, Vec<u8>>(0))
-                    .optional()
-                    .map_err(|e| Error::sqlite("kv get", &self.path, e))
-            })
-            .collect()
-    }
-
-    /// Stores `values` under `keys`, in the open transaction (opened here if
-    /// none is). A value or key past SQLite's length limit is the user's
-    /// error, worded as workerd words it.
-    pub fn kv_put(
-        &self,
-        keys: &[&[u8]],
-        values: &[&[u8]],
-        began: &mut bool,
-    ) -> std::result::Result<(), ExecError> {
-        if keys.is_empty() {
-            return Ok(());
-        }
-        *began |= self.begin()?;
-        let ctx = |e: rusqlite::Error| {
-            user_error(&e).unwrap_or_else(|| Error::sqlite("kv put", &self.path, e).into())
-        };
-        self.conn.execute_batch(KV_TABLE).map_err(ctx)?;
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO _cf_KV VALUES(?1, ?2) ON CONFLICT DO UPDATE SET value = excluded.value",
-            )
-            .map_err(ctx)?;
-        for (k, v) in keys.iter().zip(values) {
-            stmt.execute(params![text(k), v]).map_err(ctx)?;
-        }
-        Ok(())
-    }
-
-    /// Deletes `keys`; how many were there. Like a put, it makes the
-    /// key-value table if there is none (workerd's does: `databaseSize`
-    /// shows it).
-    pub fn kv_delete(&self, keys: &[&[u8]], began: &mut bool) -> Result<u32> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        *began |= self.begin()?;
-        let ctx = |e| Error::sqlite("kv delete", &self.path, e);
-        self.conn.execute_batch(KV_TABLE).map_err(ctx)?;
-        let mut stmt = self
-            .conn
-            .prepare_cached("DELETE FROM _cf_KV WHERE key = ?1")
-            .map_err(ctx)?;
-        let mut n = 0u32;
-        for k in keys {
-            n += stmt.execute([text(k)]).map_err(ctx)? as u32;
-        }
-        Ok(n)
-    }
-
-    /// Pairs with `start <= key < end` (UTF-8 bytes), ascending or not, at
-    /// most `limit`: keys and values as length-prefixed bytes.
-    pub fn kv_list(
-        &self,
-        start: &[u8],
-        end: Option<&[u8]>,
-        reverse: bool,
-        limit: Option<u32>,
-    ) -> Result<(u32, Vec<u8>)> {
-        let mut out = Vec::new();
-        if !self.has_table("_cf_KV")? {
-            return Ok((0, out));
-        }
-        let sql = format!(
-            "SELECT key, value FROM _cf_KV WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) ORDER BY key{} LIMIT ?3",
-            if reverse { " DESC" } else { "" }
-        );
-        let ctx = |e| Error::sqlite("kv list", &self.path, e);
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(ctx)?;
-        let mut rows = stmt
-            .query(params![
-                text(start),
-                end.map(text),
-                limit.map_or(-1, i64::from)
-            ])
-            .map_err(ctx)?;
-        let mut n = 0u32;
-        while let Some(r) = rows.next().map_err(ctx)? {
-            let key = r
-                .get_ref(0)
-                .map_err(ctx)?
-                .as_bytes()
-                .map_err(|e| ctx(e.into()))?;
-            let value = r
-                .get_ref(1)
-                .map_err(ctx)?
-                .as_bytes()
-                .map_err(|e| ctx(e.into()))?;
-            for part in [key, value] {
-                out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-                out.extend_from_slice(part);
-            }
-            n += 1;
-        }
-        Ok((n, out))
-    }
-
-    /// The alarm, in ms since the epoch (stored as nanoseconds, as workerd does).
-    pub fn get_alarm(&self) -> Result<Option<f64>> {
-        let at = self.read_alarm()?;
-        self.alarm.borrow_mut().known = Some(at);
-        Ok(at)
-    }
-
-    fn read_alarm(&self) -> Result<Option<f64>> {
-        if !self.has_table("_cf_METADATA")? {
-            return Ok(None);
-        }
-        self.conn
-            .query_row("SELECT value FROM _cf_METADATA WHERE key = 1", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
-            .optional()
-            .map(|v| v.flatten().map(|ns| (ns / 1_000_000) as f64))
-            .map_err(|e| Error::sqlite("get alarm", &self.path, e))
-    }
-
-    /// Sets or clears the alarm, in the open transaction (opened here if none is).
-    pub fn set_alarm(&self, at_ms: Option<f64>, began: &mut bool) -> Result<()> {
-        let at_ms = at_ms.map(f64::trunc);
-        if self.alarm.borrow().known == Some(at_ms) {
-            return Ok(());
-        }
-        *began |= self.begin()?;
-        let ctx = |e| Error::sqlite("set alarm", &self.path, e);
-        self.conn
-            .execute_batch(
-                "CREATE TABLE IF NOT EXISTS _cf_METADATA (key INTEGER PRIMARY KEY, value BLOB)",
-            )
-            .map_err(ctx)?;
-        // Whole milliseconds, as workerd keeps them.
-        let ns = at_ms.map(|ms| (ms as i64).saturating_mul(1_000_000));
-        self.conn
-            .prepare_cached(
-                "INSERT INTO _cf_METADATA VALUES(1, ?1) ON CONFLICT DO UPDATE SET value = excluded.value",
-            )
-            .and_then(|mut s| s.execute([ns]))
-            .map_err(ctx)?;
-        let mut alarm = self.alarm.borrow_mut();
-        let entry = (alarm.depth, alarm.known);
-        alarm.undo.push(entry);
-        alarm.known = Some(at_ms);
-        Ok(())
-    }
-
     /// Drops everything the object stores, its alarm included, in one
     /// transaction (rolling back an open implicit one first): what workerd's
     /// reset of the file leaves, made atomic by SQLite rather than by a
@@ -700,28 +496,6 @@ impl ObjectFile {
     }
 }
 
-/// A SQLite error the user's data caused (a key or value too big), as
-/// workerd words it; `None` for the engine's own.
-fn user_error(e: &rusqlite::Error) -> Option<ExecError> {
-    match e {
-        rusqlite::Error::SqliteFailure(f, m) if f.code == rusqlite::ErrorCode::TooBig => {
-            let text = m.clone().unwrap_or_else(|| "string or blob too big".into());
-            Some(ExecError::Sql(format!(
-                "{text}: {}",
-                errors::primary(f.extended_code)
-            )))
-        }
-        _ => None,
-    }
-}
-
-/// A key bound as TEXT from its bytes: keys compare byte by byte, and they
-/// need not be valid UTF-8 (a lone surrogate as workerd writes it, a range's
-/// end past a prefix).
-fn text(b: &[u8]) -> ToSqlOutput<'_> {
-    ToSqlOutput::Borrowed(ValueRef::Text(b))
-}
-
 /// Which savepoint operation [`ObjectFile::savepoint`] runs.
 pub enum Savepoint {
     Open,
@@ -743,146 +517,4 @@ fn unsafe_handle(conn: &Connection) -> *mut ffi::sqlite3 {
     // SAFETY: the handle is used only while `conn` is borrowed, on its thread,
     // for calls rusqlite does not track (statements finalized before return).
     unsafe { conn.handle() }
-}
-
-/// A statement prepared by hand: rusqlite's `prepare` refuses SQL with more
-/// than one statement, and prepares the rest before the first has run.
-struct Stmt(*mut ffi::sqlite3_stmt);
-
-impl Drop for Stmt {
-    fn drop(&mut self) {
-        // SAFETY: a statement this struct owns, finalized once.
-        unsafe { ffi::sqlite3_finalize(self.0) };
-    }
-}
-
-impl Stmt {
-    /// The first statement of `sql` and the bytes it used; `None` for only
-    /// whitespace and comments.
-    fn prepare(
-        db: *mut ffi::sqlite3,
-        sql: &[u8],
-    ) -> std::result::Result<(Option<Stmt>, usize), c_int> {
-        let mut stmt = std::ptr::null_mut();
-        let mut tail: *const c_char = std::ptr::null();
-        let Ok(len) = c_int::try_from(sql.len()) else {
-            return Err(ffi::SQLITE_TOOBIG);
-        };
-        // SAFETY: sql is valid for len bytes and outlives the call; tail
-        // points into it (or is null) afterwards.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v3(db, sql.as_ptr().cast(), len, 0, &mut stmt, &mut tail)
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(rc);
-        }
-        let used = if tail.is_null() {
-            sql.len()
-        } else {
-            (tail as usize).saturating_sub(sql.as_ptr() as usize)
-        };
-        Ok(((!stmt.is_null()).then_some(Stmt(stmt)), used))
-    }
-
-    fn readonly(&self) -> bool {
-        // SAFETY: a live statement.
-        unsafe { ffi::sqlite3_stmt_readonly(self.0) != 0 }
-    }
-
-    fn parameter_count(&self) -> usize {
-        // SAFETY: a live statement.
-        unsafe { ffi::sqlite3_bind_parameter_count(self.0) }.max(0) as usize
-    }
-
-    fn step(&self) -> c_int {
-        // SAFETY: a live statement.
-        unsafe { ffi::sqlite3_step(self.0) }
-    }
-
-    fn bind(&self, i: usize, b: &Bind) -> c_int {
-        let i = i as c_int;
-        // SAFETY: a live statement; SQLITE_TRANSIENT makes SQLite copy the
-        // text or blob before the call returns.
-        unsafe {
-            match b {
-                Bind::Null => ffi::sqlite3_bind_null(self.0, i),
-                Bind::Real(x) => ffi::sqlite3_bind_double(self.0, i, *x),
-                Bind::Text(s) => ffi::sqlite3_bind_text64(
-                    self.0,
-                    i,
-                    s.as_ptr().cast(),
-                    s.len() as u64,
-                    ffi::SQLITE_TRANSIENT(),
-                    ffi::SQLITE_UTF8 as u8,
-                ),
-                Bind::Blob(v) => ffi::sqlite3_bind_blob64(
-                    self.0,
-                    i,
-                    v.as_ptr().cast(),
-                    v.len() as u64,
-                    ffi::SQLITE_TRANSIENT(),
-                ),
-            }
-        }
-    }
-
-    fn columns(&self) -> Vec<String> {
-        // SAFETY: a live statement; names are copied before the next call.
-        unsafe {
-            let n = ffi::sqlite3_column_count(self.0);
-            (0..n)
-                .map(|i| {
-                    let p = ffi::sqlite3_column_name(self.0, i);
-                    if p.is_null() {
-                        String::new()
-                    } else {
-                        CStr::from_ptr(p).to_string_lossy().into_owned()
-                    }
-                })
-                .collect()
-        }
-    }
-
-    /// Appends the current row's cells: a tag byte, then 0 null; 1 an f64
-    /// (integers too: a JS number); 2 text and 3 blob, each a u32 length and
-    /// the bytes.
-    fn pack_row(&self, out: &mut Vec<u8>) {
-        // SAFETY: a live statement on a row; each pointer is read at once,
-        // with its length, before the next column call.
-        unsafe {
-            let n = ffi::sqlite3_column_count(self.0);
-            for i in 0..n {
-                match ffi::sqlite3_column_type(self.0, i) {
-                    ffi::SQLITE_INTEGER | ffi::SQLITE_FLOAT => {
-                        out.push(1);
-                        let x = if ffi::sqlite3_column_type(self.0, i) == ffi::SQLITE_INTEGER {
-                            ffi::sqlite3_column_int64(self.0, i) as f64
-                        } else {
-                            ffi::sqlite3_column_double(self.0, i)
-                        };
-                        out.extend_from_slice(&x.to_le_bytes());
-                    }
-                    ffi::SQLITE_TEXT => {
-                        let p = ffi::sqlite3_column_text(self.0, i);
-                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
-                        out.push(2);
-                        out.extend_from_slice(&(len as u32).to_le_bytes());
-                        if !p.is_null() {
-                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
-                        }
-                    }
-                    ffi::SQLITE_BLOB => {
-                        let p = ffi::sqlite3_column_blob(self.0, i).cast::<u8>();
-                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
-                        out.push(3);
-                        out.extend_from_slice(&(len as u32).to_le_bytes());
-                        if !p.is_null() {
-                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
-                        }
-                    }
-                    _ => out.push(0),
-                }
-            }
-        }
-    }
 }

@@ -1,0 +1,80 @@
+// Types for `durable-workers/do`: Durable Object classes written against
+// Cloudflare's API, run on this engine. The classes themselves are typed by
+// `@cloudflare/workers-types`, unchanged; these are the host's own entry points.
+
+/** What `serve()` takes. */
+export interface ServeOptions {
+  /** The Worker module (`.js` or `.mjs`; `.ts` where Node strips types); default: the config's `main`. */
+  entry?: string;
+  /** The Wrangler config (`wrangler.json`, `wrangler.jsonc` or `wrangler.toml`); default: searched from `cwd` as Wrangler does. */
+  config?: string;
+  /** Where relative paths start; default `process.cwd()`. */
+  cwd?: string;
+  /** The durable directory the objects live in, owned by this process while it serves; default `.data`. */
+  dir?: string;
+  /** Default 8787, as `wrangler dev`; 0 picks a free port. */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** `'full'` (default): every commit synced to the device; `'relaxed'`: survives a crash of the process, not a power loss. */
+  durability?: 'full' | 'relaxed';
+  /** How long `close()` waits for requests in flight, in ms; default 10,000. */
+  drainMs?: number;
+  /** Where an app's uncaught errors are written; default stderr. */
+  log?: (line: string) => void;
+}
+
+/** A project being served. */
+export interface Served {
+  url: string;
+  port: number;
+  host: string;
+  /** Keys of the Wrangler config that were ignored. */
+  warnings: string[];
+  /** Stops accepting, lets requests in flight end (up to `drainMs`), closes the objects. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a Wrangler project's Worker (its default export's `fetch`) over
+ * `node:http`, with its Durable Object bindings on this engine. Refuses a
+ * binding this host does not provide (KV, R2, D1, …) by name, with
+ * `ERR_DURABLE_CONFIG`; `ERR_DURABLE_LOCKED` when another process serves `dir`.
+ */
+export function serve(options?: ServeOptions): Promise<Served>;
+
+/** One class bound in `openObjects`. */
+export interface ObjectBinding {
+  /** The Durable Object class (extending `DurableObject` from `cloudflare:workers`). */
+  class: abstract new (ctx: any, env: any) => object;
+  /** Whether `ctx.storage.sql` and `ctx.storage.kv` exist (`new_sqlite_classes`); default true. */
+  sql?: boolean;
+  /** The namespace's key, on which ids depend; default `<name>-<class name>`, as `wrangler dev` makes it. */
+  uniqueKey?: string;
+}
+
+/** What `openObjects` takes. */
+export interface OpenObjectsOptions {
+  dir: string;
+  /** The Worker's name (Wrangler's `name`): part of each namespace's key. */
+  name?: string;
+  /** Binding name → class: each becomes a namespace in `env`. */
+  bindings: Record<string, ObjectBinding>;
+  /** Plain values added to `env`. */
+  vars?: Record<string, unknown>;
+  durability?: 'full' | 'relaxed';
+}
+
+/** Durable Object classes bound in this process. */
+export interface Objects {
+  /** The bindings: each a `DurableObjectNamespace` (`idFromName`, `get`, `getByName`, …), and the vars. */
+  env: Record<string, any>;
+  /** Closes every object (their commits land first) and releases the directory. */
+  close(): Promise<void>;
+}
+
+/** Opens `dir` and binds Durable Object classes in this process: for tests and embedding. */
+export function openObjects(options: OpenObjectsOptions): Promise<Objects>;
+
+/** Makes `import … from 'cloudflare:workers'` load in this process (`serve` does it itself). */
+export function registerCloudflareModules(): void;

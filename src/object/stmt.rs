@@ -1,0 +1,150 @@
+//! A statement prepared by hand, for user SQL.
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+
+use rusqlite::ffi;
+
+use super::file::Bind;
+
+/// A statement prepared by hand: rusqlite's `prepare` refuses SQL with more
+/// than one statement, and prepares the rest before the first has run.
+pub(super) struct Stmt(*mut ffi::sqlite3_stmt);
+
+impl Drop for Stmt {
+    fn drop(&mut self) {
+        // SAFETY: a statement this struct owns, finalized once.
+        unsafe { ffi::sqlite3_finalize(self.0) };
+    }
+}
+
+impl Stmt {
+    /// The first statement of `sql` and the bytes it used; `None` for only
+    /// whitespace and comments.
+    pub(super) fn prepare(
+        db: *mut ffi::sqlite3,
+        sql: &[u8],
+    ) -> std::result::Result<(Option<Stmt>, usize), c_int> {
+        let mut stmt = std::ptr::null_mut();
+        let mut tail: *const c_char = std::ptr::null();
+        let Ok(len) = c_int::try_from(sql.len()) else {
+            return Err(ffi::SQLITE_TOOBIG);
+        };
+        // SAFETY: sql is valid for len bytes and outlives the call; tail
+        // points into it (or is null) afterwards.
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v3(db, sql.as_ptr().cast(), len, 0, &mut stmt, &mut tail)
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        let used = if tail.is_null() {
+            sql.len()
+        } else {
+            (tail as usize).saturating_sub(sql.as_ptr() as usize)
+        };
+        Ok(((!stmt.is_null()).then_some(Stmt(stmt)), used))
+    }
+
+    pub(super) fn readonly(&self) -> bool {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_stmt_readonly(self.0) != 0 }
+    }
+
+    pub(super) fn parameter_count(&self) -> usize {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_bind_parameter_count(self.0) }.max(0) as usize
+    }
+
+    pub(super) fn step(&self) -> c_int {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_step(self.0) }
+    }
+
+    pub(super) fn bind(&self, i: usize, b: &Bind) -> c_int {
+        let i = i as c_int;
+        // SAFETY: a live statement; SQLITE_TRANSIENT makes SQLite copy the
+        // text or blob before the call returns.
+        unsafe {
+            match b {
+                Bind::Null => ffi::sqlite3_bind_null(self.0, i),
+                Bind::Real(x) => ffi::sqlite3_bind_double(self.0, i, *x),
+                Bind::Text(s) => ffi::sqlite3_bind_text64(
+                    self.0,
+                    i,
+                    s.as_ptr().cast(),
+                    s.len() as u64,
+                    ffi::SQLITE_TRANSIENT(),
+                    ffi::SQLITE_UTF8 as u8,
+                ),
+                Bind::Blob(v) => ffi::sqlite3_bind_blob64(
+                    self.0,
+                    i,
+                    v.as_ptr().cast(),
+                    v.len() as u64,
+                    ffi::SQLITE_TRANSIENT(),
+                ),
+            }
+        }
+    }
+
+    pub(super) fn columns(&self) -> Vec<String> {
+        // SAFETY: a live statement; names are copied before the next call.
+        unsafe {
+            let n = ffi::sqlite3_column_count(self.0);
+            (0..n)
+                .map(|i| {
+                    let p = ffi::sqlite3_column_name(self.0, i);
+                    if p.is_null() {
+                        String::new()
+                    } else {
+                        CStr::from_ptr(p).to_string_lossy().into_owned()
+                    }
+                })
+                .collect()
+        }
+    }
+
+    /// Appends the current row's cells: a tag byte, then 0 null; 1 an f64
+    /// (integers too: a JS number); 2 text and 3 blob, each a u32 length and
+    /// the bytes.
+    pub(super) fn pack_row(&self, out: &mut Vec<u8>) {
+        // SAFETY: a live statement on a row; each pointer is read at once,
+        // with its length, before the next column call.
+        unsafe {
+            let n = ffi::sqlite3_column_count(self.0);
+            for i in 0..n {
+                match ffi::sqlite3_column_type(self.0, i) {
+                    ffi::SQLITE_INTEGER | ffi::SQLITE_FLOAT => {
+                        out.push(1);
+                        let x = if ffi::sqlite3_column_type(self.0, i) == ffi::SQLITE_INTEGER {
+                            ffi::sqlite3_column_int64(self.0, i) as f64
+                        } else {
+                            ffi::sqlite3_column_double(self.0, i)
+                        };
+                        out.extend_from_slice(&x.to_le_bytes());
+                    }
+                    ffi::SQLITE_TEXT => {
+                        let p = ffi::sqlite3_column_text(self.0, i);
+                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
+                        out.push(2);
+                        out.extend_from_slice(&(len as u32).to_le_bytes());
+                        if !p.is_null() {
+                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
+                        }
+                    }
+                    ffi::SQLITE_BLOB => {
+                        let p = ffi::sqlite3_column_blob(self.0, i).cast::<u8>();
+                        let len = ffi::sqlite3_column_bytes(self.0, i).max(0) as usize;
+                        out.push(3);
+                        out.extend_from_slice(&(len as u32).to_le_bytes());
+                        if !p.is_null() {
+                            out.extend_from_slice(std::slice::from_raw_parts(p, len));
+                        }
+                    }
+                    _ => out.push(0),
+                }
+            }
+        }
+    }
+}
