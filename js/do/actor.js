@@ -7,7 +7,7 @@
 
 const { InputGate } = require('./input-gate');
 const { OutputGate, Turns } = require('./turns');
-const { DurableObjectStorage } = require('./storage');
+const { DurableObjectStorage, internals } = require('./storage');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
@@ -169,21 +169,21 @@ class Actor {
       if (at > Date.now()) return { state: 'later', at };
       if (typeof instance.alarm !== 'function') {
         // The class lost its handler since the alarm was set: nothing can run it.
-        this.#storage._dropFiredAlarm(at);
+        internals(this.#storage).dropFiredAlarm(at);
         return { state: 'none', at };
       }
       const storage = this.#storage;
-      storage._alarmFiring = true;
+      internals(storage).alarmFiring = true;
       try {
         await instance.alarm({ scheduledTime: at, retryCount, isRetry: retryCount > 0 });
       } catch {
-        const changed = !storage._alarmFiring;
-        storage._alarmFiring = false;
+        const changed = !internals(storage).alarmFiring;
+        internals(storage).alarmFiring = false;
         return { state: 'threw', at, changed };
       }
-      if (storage._alarmFiring) {
-        storage._alarmFiring = false;
-        storage._dropFiredAlarm(at);
+      if (internals(storage).alarmFiring) {
+        internals(storage).alarmFiring = false;
+        internals(storage).dropFiredAlarm(at);
       }
       return { state: 'ran', at };
     });
@@ -198,7 +198,7 @@ class Actor {
   async dropAlarm(at) {
     await this.event(() => {
       const cur = this.#native.getAlarm();
-      if (cur !== null && (at === null ? cur <= Date.now() : cur === at)) this.#storage._dropFiredAlarm(cur);
+      if (cur !== null && (at === null ? cur <= Date.now() : cur === at)) internals(this.#storage).dropFiredAlarm(cur);
     });
     return this.#native.getAlarm();
   }

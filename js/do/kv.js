@@ -7,28 +7,28 @@ const { serialize } = require('./storage-values');
 
 /** `ctx.storage.kv`. */
 class SyncKvStorage {
-  #storage;
+  #store;
   #listing = 0;
 
-  /** @param {import('./storage').DurableObjectStorage} storage */
-  constructor(storage) {
-    this.#storage = storage;
+  /** @param {import('./store').Store} store */
+  constructor(store) {
+    this.#store = store;
   }
 
   /** @param {string} key */
   get(key) {
-    return this.#storage._get(key);
+    return this.#store.get(key);
   }
 
   /** @param {string} key @param {unknown} value */
   put(key, value) {
     // Unlike the asynchronous put, undefined is a value here (workerd stores it).
-    this.#storage._put([String(key)], [serialize(value)]);
+    this.#store.put([String(key)], [serialize(value)]);
   }
 
   /** @param {string} key */
   delete(key) {
-    return this.#storage._delete([String(key)]) > 0;
+    return this.#store.delete([String(key)]) > 0;
   }
 
   /**
@@ -36,7 +36,7 @@ class SyncKvStorage {
    * @param {object} [options] start, startAfter, end, prefix, reverse, limit
    */
   list(options) {
-    const pairs = this.#storage._list(options, 'SyncKvStorage');
+    const pairs = this.#store.list(options, 'SyncKvStorage');
     const mine = ++this.#listing;
     let at = 0;
     const it = {

@@ -5,7 +5,7 @@
 // so a call never lets another event in, and writes join the turn's implicit
 // transaction (./turns.js).
 
-const { compileList } = require('./list-range');
+const { Store } = require('./store');
 const { SqlStorage } = require('./sql');
 const { SyncKvStorage } = require('./kv');
 const { transaction, transactionSync } = require('./transactions');
@@ -13,25 +13,16 @@ const { encode, decode } = require('./storage-values');
 const { toBytes, fromBytes, compareKeys } = require('./keys');
 
 /**
- * The pairs a `kvList` packed: each key and value a u32 length and bytes.
- * @param {{ count: number, data: Buffer }} listed
- * @returns {Array<[string, unknown]>}
+ * What the host and transactions need of a storage and user code must not
+ * see: its Store, the input gate, and whether `alarm()` is running with the
+ * alarm that fired not yet set or deleted (workerd's deferred delete: it
+ * reads as null, and is deleted once the handler succeeds).
+ * @type {WeakMap<object, { store: Store, blockConcurrencyWhile: Function, alarmFiring: boolean, dropFiredAlarm: (at: number) => void }>}
  */
-function pairs(listed) {
-  const out = new Array(listed.count);
-  const d = listed.data;
-  let at = 0;
-  for (let i = 0; i < listed.count; i++) {
-    const klen = d.readUInt32LE(at);
-    const key = fromBytes(d.subarray(at + 4, at + 4 + klen));
-    at += 4 + klen;
-    const vlen = d.readUInt32LE(at);
-    const value = decode(d.subarray(at + 4, at + 4 + vlen));
-    at += 4 + vlen;
-    out[i] = [key, value];
-  }
-  return out;
-}
+const internal = new WeakMap();
+
+/** @param {DurableObjectStorage} storage */
+const internals = (storage) => internal.get(storage);
 
 // workerd's words, typos included: an app may match on them.
 const NO_SQL =
@@ -43,16 +34,11 @@ const NO_KV =
 class DurableObjectStorage {
   #native;
   #turns;
+  #store;
+  #own;
   #hasAlarmHandler;
   #idName;
   #alarmWritten;
-  /**
-   * @internal true while `alarm()` runs and has not set or deleted the
-   * alarm: the alarm that fired reads as null, and is deleted once the
-   * handler succeeds (workerd's deferred delete).
-   */
-  _alarmFiring = false;
-
   /**
    * @param {object} native the object's NativeObject
    * @param {import('./turns').Turns} turns
@@ -66,9 +52,20 @@ class DurableObjectStorage {
     this.#hasAlarmHandler = o.hasAlarmHandler;
     this.#idName = o.idName ?? (() => undefined);
     this.#alarmWritten = o.alarmWritten ?? (() => {});
-    this.blockConcurrencyWhile = o.blockConcurrencyWhile;
+    this.#store = new Store(native, turns);
+    this.#own = {
+      store: this.#store,
+      blockConcurrencyWhile: o.blockConcurrencyWhile,
+      alarmFiring: false,
+      /** The alarm that fired at `at` is done: deleted in the open turn, if it is still the one set. */
+      dropFiredAlarm: (at) => {
+        turns.check();
+        if (native.getAlarm() === at) turns.wrote(native.setAlarm(null, null));
+      },
+    };
+    internal.set(this, this.#own);
     const sql = new SqlStorage(native, turns);
-    const kv = new SyncKvStorage(this);
+    const kv = new SyncKvStorage(this.#store);
     const refused = (message) => () => {
       throw new Error(message);
     };
@@ -76,53 +73,12 @@ class DurableObjectStorage {
     Object.defineProperty(this, 'kv', { get: o.sql ? () => kv : refused(NO_KV), enumerable: true });
   }
 
-  /** @internal the storage core and the turns, for kv and transactions */
-  get _native() {
-    return this.#native;
-  }
-
-  /** @internal */
-  get _turns() {
-    return this.#turns;
-  }
-
-  /** @internal a value, or undefined */
-  _get(key) {
-    this.#turns.check();
-    const [v] = this.#native.kvGet([toBytes(String(key))]);
-    return v == null ? undefined : decode(v);
-  }
-
-  /** @internal */
-  _put(keys, values) {
-    this.#turns.check();
-    const out = this.#native.kvPut(keys.map(toBytes), values);
-    this.#turns.wrote(out);
-    if (out.error != null) throw new Error(out.error);
-  }
-
-  /** @internal */
-  _delete(keys) {
-    this.#turns.check();
-    const [n, began] = this.#native.kvDelete(keys.map(toBytes));
-    this.#turns.wrote({ began });
-    return n;
-  }
-
-  /** @internal pairs in order for list options; `api` names the caller in option errors */
-  _list(options, api) {
-    this.#turns.check();
-    const r = compileList(options ?? {}, api);
-    if (r === null) return [];
-    return pairs(this.#native.kvList(r.start ?? Buffer.alloc(0), r.end ?? null, r.reverse, r.limit ?? null));
-  }
-
   /**
    * A value, or a Map of the keys present (in UTF-8 order).
    * @param {string | string[]} keys
    */
   async get(keys) {
-    if (!Array.isArray(keys)) return this._get(keys);
+    if (!Array.isArray(keys)) return this.#store.get(keys);
     this.#turns.check();
     const ks = keys.map(String);
     const bytes = ks.map(toBytes);
@@ -155,10 +111,10 @@ class DurableObjectStorage {
         keys.push(k);
         values.push(encode('put', v));
       }
-      this._put(keys, values);
+      this.#store.put(keys, values);
       return;
     }
-    this._put([String(keyOrEntries)], [encode('put', value)]);
+    this.#store.put([String(keyOrEntries)], [encode('put', value)]);
   }
 
   /**
@@ -166,8 +122,8 @@ class DurableObjectStorage {
    * @param {string | string[]} keys
    */
   async delete(keys) {
-    if (Array.isArray(keys)) return this._delete(keys.map(String));
-    return this._delete([String(keys)]) > 0;
+    if (Array.isArray(keys)) return this.#store.delete(keys.map(String));
+    return this.#store.delete([String(keys)]) > 0;
   }
 
   /**
@@ -175,7 +131,7 @@ class DurableObjectStorage {
    * @param {object} [options] start, startAfter, end, prefix, reverse, limit
    */
   list(options) {
-    return Promise.resolve(new Map(this._list(options, 'DurableObjectStorage')));
+    return Promise.resolve(new Map(this.#store.list(options, 'DurableObjectStorage')));
   }
 
   /** Deletes every key, table and the alarm. Not within a transaction. */
@@ -183,7 +139,7 @@ class DurableObjectStorage {
     this.#turns.check();
     if (this.#turns.depth > 0) throw new Error('Cannot call deleteAll() within a transaction');
     this.#turns.wrote(this.#native.deleteAll());
-    this._alarmFiring = false;
+    this.#own.alarmFiring = false;
     this.#alarmWritten(null);
   }
 
@@ -205,7 +161,7 @@ class DurableObjectStorage {
   /** The alarm's time in ms since the epoch, or null. */
   async getAlarm() {
     this.#turns.check();
-    if (this._alarmFiring) return null;
+    if (this.#own.alarmFiring) return null;
     return this.#native.getAlarm();
   }
 
@@ -222,22 +178,16 @@ class DurableObjectStorage {
     }
     const clamped = Math.trunc(Math.max(at, Date.now()));
     this.#turns.wrote(this.#native.setAlarm(clamped, this.#idName() ?? null));
-    this._alarmFiring = false;
+    this.#own.alarmFiring = false;
     this.#alarmWritten(clamped);
   }
 
   async deleteAlarm() {
     this.#turns.check();
     this.#turns.wrote(this.#native.setAlarm(null, null));
-    this._alarmFiring = false;
+    this.#own.alarmFiring = false;
     this.#alarmWritten(null);
-  }
-
-  /** @internal the alarm that fired at `at` is done: deleted in the open turn, if it is still the one set */
-  _dropFiredAlarm(at) {
-    this.#turns.check();
-    if (this.#native.getAlarm() === at) this.#turns.wrote(this.#native.setAlarm(null, null));
   }
 }
 
-module.exports = { DurableObjectStorage };
+module.exports = { DurableObjectStorage, internals };

@@ -6,6 +6,9 @@
 // it runs, and commits the turn's earlier writes first; its root commits
 // when it ends, its writes with it.
 
+// Required when called: ./storage requires this module.
+const internals = (storage) => require('./storage').internals(storage);
+
 const OPEN = 0;
 const RELEASE = 1;
 const ROLLBACK = 2;
@@ -53,7 +56,8 @@ class Transaction {
 
   /** Drops the transaction's writes now; the closure's later calls on `txn` throw. */
   rollback() {
-    this.#use('rollback')._native.savepoint(ROLLBACK, this.#depth);
+    this.#use('rollback');
+    internals(this.#storage).store.native.savepoint(ROLLBACK, this.#depth);
     this.state = 'rolledBack';
   }
 }
@@ -63,9 +67,9 @@ class Transaction {
  * @param {(txn: Transaction) => Promise<unknown>} closure
  */
 function transaction(storage, closure) {
-  return storage.blockConcurrencyWhile(async () => {
-    const turns = storage._turns;
-    const native = storage._native;
+  const { store, blockConcurrencyWhile } = internals(storage);
+  return blockConcurrencyWhile(async () => {
+    const { turns, native } = store;
     turns.check();
     if (turns.depth === 0 && native.inTransaction()) turns.commit();
     const depth = ++turns.depth;
@@ -91,8 +95,7 @@ function transaction(storage, closure) {
  * @param {() => unknown} closure
  */
 function transactionSync(storage, closure) {
-  const turns = storage._turns;
-  const native = storage._native;
+  const { turns, native } = internals(storage).store;
   turns.check();
   const depth = ++turns.depth;
   try {
