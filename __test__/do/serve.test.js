@@ -108,6 +108,21 @@ test.serial('a WebSocket upgrade is answered 501, saying it is not supported yet
   t.regex(text, /does not accept WebSocket \(Upgrade\) requests yet/);
 });
 
+test.serial('a response proxied from fetch() reaches the client decoded once: its encoding headers are dropped with the encoding', async (t) => {
+  const zlib = require('node:zlib');
+  const text = 'compressed '.repeat(200);
+  const origin = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'text/plain' });
+    res.end(zlib.gzipSync(text));
+  });
+  await new Promise((resolve) => origin.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => origin.close());
+  const s = await start(t);
+  const res = await fetch(`${s.url}/proxy?to=${encodeURIComponent(`http://127.0.0.1:${origin.address().port}/`)}`);
+  t.is(res.headers.get('content-encoding'), null);
+  t.is(await res.text(), text);
+});
+
 test.serial('close() lets a response in flight finish, stops listening, then releases the directory', async (t) => {
   const dir = path.join(tmpDir(t), 'data');
   const s = await start(t, { dir });
@@ -134,15 +149,43 @@ test.serial('a bound class the entry does not export is refused with ERR_DURABLE
   t.false(fs.existsSync(path.join(cwd, 'data')), 'nothing opened');
 });
 
-test.serial('a TypeScript entry is refused, naming the Node it needs, where Node cannot strip types', async (t) => {
-  if (process.features.typescript) {
-    t.pass(`Node ${process.version} strips types; nothing to refuse`);
+test.serial('a TypeScript entry runs where Node strips types, and is refused naming the Node it needs where it cannot', async (t) => {
+  const cwd = project(t, {
+    main: 'src/index.ts',
+    durable_objects: { bindings: [{ name: 'COUNTER', class_name: 'Counter' }] },
+    migrations: [{ tag: 'v1', new_sqlite_classes: ['Counter'] }],
+  });
+  fs.mkdirSync(path.join(cwd, 'src'));
+  fs.writeFileSync(
+    path.join(cwd, 'src', 'index.ts'),
+    [
+      "import { DurableObject } from 'cloudflare:workers';",
+      'interface Env { COUNTER: { getByName(name: string): { bump(by: number): Promise<number> } } }',
+      'export class Counter extends DurableObject {',
+      '  bump(by: number): number {',
+      "    const n: number = ((this.ctx.storage.kv.get('n') as number | undefined) ?? 0) + by;",
+      "    this.ctx.storage.kv.put('n', n);",
+      '    return n;',
+      '  }',
+      '}',
+      'export default {',
+      '  async fetch(request: Request, env: Env): Promise<Response> {',
+      "    return new Response(String(await env.COUNTER.getByName('a').bump(2)));",
+      '  },',
+      '};',
+      '',
+    ].join('\n'),
+  );
+  if (!process.features.typescript) {
+    const err = await t.throwsAsync(serve({ cwd, port: 0 }));
+    t.is(err.code, 'ERR_DURABLE_CONFIG');
+    t.regex(err.message, new RegExp(`index\\.ts is TypeScript, and Node ${process.version.replace(/\./g, '\\.')} cannot strip types: use Node 22\\.18`));
     return;
   }
-  const cwd = project(t, { main: 'src/index.ts' });
-  const err = await t.throwsAsync(serve({ cwd, port: 0 }));
-  t.is(err.code, 'ERR_DURABLE_CONFIG');
-  t.regex(err.message, new RegExp(`index\\.ts is TypeScript, and Node ${process.version.replace(/\./g, '\\.')} cannot strip types: use Node 22\\.18`));
+  const s = await serve({ cwd, dir: path.join(cwd, 'data'), port: 0 });
+  t.teardown(() => s.close());
+  t.is(await (await fetch(`${s.url}/`)).text(), '2');
+  t.is(await (await fetch(`${s.url}/`)).text(), '4');
 });
 
 test.serial('a second serve on a directory being served exits 3 (ERR_DURABLE_LOCKED)', async (t) => {
@@ -164,6 +207,15 @@ test('the CLI prints "ready on <url>", answers, and exits 0 on SIGTERM', async (
   t.deepEqual(await s.exited, { code: 0, signal: null });
   t.is(s.stdout(), `ready on ${s.url}\n`);
   t.is(s.stderr(), '');
+});
+
+test('the CLI logs a rejection nobody handles and goes on serving', async (t) => {
+  const s = await startServe(['--dir', path.join(tmpDir(t), 'data'), '--port', '0'], { t });
+  t.is(await (await fetch(`${s.url}/reject/x`)).text(), 'rejected');
+  t.deepEqual(await (await post(`${s.url}/append/after`, 'v')).json(), { seq: 1 });
+  s.child.kill('SIGTERM');
+  t.deepEqual(await s.exited, { code: 0, signal: null });
+  t.regex(s.stderr(), /Uncaught \(in promise\) Error: a rejection nobody handles/);
 });
 
 test('the CLI exits 1 naming the key and binding when the config binds kv_namespaces', async (t) => {

@@ -74,9 +74,18 @@ async function start(entry, values, port, io, signal) {
     return failure(err, values, io);
   }
   for (const w of server.warnings) io.stderr.write(`durable-workers serve: warning: ${w}\n`);
+  // An app's promise rejected with no handler is logged, as workerd logs it,
+  // rather than ending the server (Node's default): nothing acknowledged
+  // depends on it.
+  const unhandled = (err) => io.stderr.write(`durable-workers serve: Uncaught (in promise) ${err?.stack ?? err}\n`);
+  process.on('unhandledRejection', unhandled);
   io.stdout.write(`ready on ${server.url}\n`);
-  await signal;
-  await server.close();
+  try {
+    await signal;
+    await server.close();
+  } finally {
+    process.off('unhandledRejection', unhandled);
+  }
   return EXIT.OK;
 }
 

@@ -55,9 +55,14 @@ function toRequest(req, o) {
  */
 async function writeResponse(response, res) {
   const head = {};
+  // A response from fetch() (it has a URL) has had its body decoded by
+  // undici, which keeps the encoding's headers: passed on as they are, the
+  // client would decode plain bytes again (workerd encodes them again).
+  const decoded = response.url !== '' && response.headers.has('content-encoding');
   for (const [name, value] of response.headers) {
     // Headers iteration joins nothing but Set-Cookie, which cannot be joined; it comes from getSetCookie().
-    if (name !== 'set-cookie') head[name] = value;
+    if (name === 'set-cookie' || (decoded && (name === 'content-encoding' || name === 'content-length'))) continue;
+    head[name] = value;
   }
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) head['set-cookie'] = cookies;
