@@ -28,6 +28,13 @@ pub struct Object {
     id: String,
     path: PathBuf,
     state: Mutex<State>,
+    /// Held through a sync and what follows a failed one. An object may have
+    /// several commits written and waiting for their syncs (one per turn),
+    /// on different threads; once one sync fails, none after it may succeed:
+    /// the failed one cut its commit and every later one from the log, and a
+    /// device that failed a sync may report the next as done without having
+    /// written what the failed one lost. True once a sync has failed.
+    syncing: Mutex<bool>,
 }
 
 impl Object {
@@ -39,6 +46,7 @@ impl Object {
             id,
             path,
             state: Mutex::new(State::Unopened),
+            syncing: Mutex::new(false),
         }
     }
 
@@ -106,8 +114,19 @@ impl Object {
     /// the log if it has grown. A failed sync closes the file and cuts the
     /// commit from the log: no later open finds what was reported failed.
     pub fn settle(&self, written: &Written) -> Result<()> {
+        let mut failed = self.syncing.lock();
+        if *failed {
+            // Reported failed, so cut from the log too: it may lie before
+            // the commit whose sync failed (the syncs ran out of order).
+            let _ = written.unsynced.discard(&self.path);
+            return Err(Error::io(
+                format!("sync the log of {}", self.path.display()),
+                std::io::Error::other("an earlier commit of this object failed to sync"),
+            ));
+        }
         let started = Instant::now();
         if let Err(e) = written.sync(&self.path) {
+            *failed = true;
             if let State::Open(f) = std::mem::replace(&mut *self.state.lock(), State::Closed) {
                 f.abandon();
             }

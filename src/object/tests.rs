@@ -55,6 +55,35 @@ fn a_settled_commit_is_found_after_reopen_and_a_failed_sync_leaves_nothing_behin
 }
 
 #[test]
+fn once_a_sync_fails_no_later_commit_of_the_object_is_reported_durable() -> Result<()> {
+    for failing_first in [true, false] {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+        let o = object(&engine);
+        o.load()?;
+        o.settle(&put(&o, "k", b"zero")?)?;
+        // Two turns committed, both waiting for their syncs.
+        let mut a = put(&o, "k", b"a")?;
+        let mut b = put(&o, "k", b"b")?;
+        let (failing, other) = match failing_first {
+            true => (&mut a, &mut b),
+            false => (&mut b, &mut a),
+        };
+        failing.unsynced.fail_sync = true;
+        assert!(o.settle(failing).is_err());
+        assert!(
+            o.settle(other).is_err(),
+            "a sync after a failed one fails too"
+        );
+        let again = object(&engine);
+        again.load()?;
+        assert_eq!(get(&again, "k")?, Some(b"zero".to_vec()));
+        again.close()?;
+    }
+    Ok(())
+}
+
+#[test]
 fn a_file_a_power_cut_left_as_zeros_before_its_first_sync_is_no_file() -> Result<()> {
     let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
     let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
