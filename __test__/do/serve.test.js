@@ -91,21 +91,38 @@ test.serial('an error thrown by the app is a 500 with a short body; its message 
   t.regex(s.logged[0], /^GET \/throw\/x: Error: a secret detail that must not reach the client\n\s+at /);
 });
 
-test.serial('a WebSocket upgrade is answered 501, saying it is not supported yet', async (t) => {
-  const s = await start(t);
-  const { status, text } = await new Promise((resolve, reject) => {
-    const req = http.request(`${s.url}/ws/x`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+/** A raw HTTP Upgrade request to `url`: the response, or the upgraded socket's 101 head. */
+function upgradeRequest(url) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
     req.on('response', (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode, text }));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text, socket: res.socket }));
     });
-    req.on('upgrade', () => reject(new Error('upgraded')));
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode, headers: res.headers, text: '' });
+    });
     req.on('error', reject);
     req.end();
   });
-  t.is(status, 501);
-  t.regex(text, /does not accept WebSocket \(Upgrade\) requests yet/);
+}
+
+test.serial("a WebSocket upgrade goes to the Worker's fetch: a 101 with webSocket completes the handshake; any other answer is written as HTTP", async (t) => {
+  const s = await start(t);
+  const up = await upgradeRequest(`${s.url}/room/r`);
+  t.is(up.status, 101);
+  t.is(up.headers.upgrade, 'websocket');
+  // The fixture's handshake key gives RFC 6455's example accept value.
+  t.is(up.headers['sec-websocket-accept'], 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
+  const refused = await upgradeRequest(`${s.url}/ws-refuse/x`);
+  t.is(refused.status, 426);
+  t.is(refused.headers['x-refused'], 'yes');
+  t.is(refused.text, 'no sockets here');
+  // The connection is closed after the answer.
+  if (!refused.socket.destroyed) await new Promise((resolve) => refused.socket.once('close', resolve));
+  t.true(refused.socket.destroyed);
 });
 
 test.serial('a response proxied from fetch() reaches the client decoded once: its encoding headers are dropped with the encoding', async (t) => {

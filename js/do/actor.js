@@ -8,6 +8,8 @@
 const { InputGate } = require('./input-gate');
 const { OutputGate, Turns } = require('./turns');
 const { DurableObjectStorage, internals } = require('./storage');
+const { actorContext } = require('./websocket');
+const { Hibernation } = require('./hibernation');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
@@ -24,6 +26,46 @@ class DurableObjectState {
     this.#actor = actor;
     this.id = actor.id;
     this.storage = storage;
+  }
+
+  // The WebSocket Hibernation API (./hibernation.js). Nothing hibernates on
+  // this host yet (objects are not evicted): the API and its delivery are Cloudflare's.
+
+  /**
+   * @param {import('./websocket').WebSocket} ws
+   * @param {string[]} [tags]
+   */
+  acceptWebSocket(ws, tags) {
+    this.#actor.hibernation.accept(ws, tags);
+  }
+
+  /** @param {string} [tag] */
+  getWebSockets(tag) {
+    return this.#actor.hibernation.getWebSockets(tag);
+  }
+
+  getTags(ws) {
+    return this.#actor.hibernation.getTags(ws);
+  }
+
+  setWebSocketAutoResponse(pair) {
+    this.#actor.hibernation.setAutoResponse(pair);
+  }
+
+  getWebSocketAutoResponse() {
+    return this.#actor.hibernation.getAutoResponse();
+  }
+
+  getWebSocketAutoResponseTimestamp(ws) {
+    return this.#actor.hibernation.getAutoResponseTimestamp(ws);
+  }
+
+  setHibernatableWebSocketEventTimeout(ms) {
+    this.#actor.hibernation.setEventTimeout(ms);
+  }
+
+  getHibernatableWebSocketEventTimeout() {
+    return this.#actor.hibernation.getEventTimeout();
   }
 
   /**
@@ -76,6 +118,7 @@ class Actor {
     this.input = new InputGate();
     this.output = new OutputGate(() => this.#broken());
     this.pending = new Set();
+    this.hibernation = new Hibernation(this, o.log);
     this.#ready = this.#start();
     // Reported to the first event, not here.
     this.#ready.catch(() => {});
@@ -109,7 +152,12 @@ class Actor {
     const ctx = new DurableObjectState(this, this.#storage);
     // The constructor is the first event: what it starts under
     // blockConcurrencyWhile holds every later one.
-    this.#instance = new Class(ctx, env);
+    this.#instance = actorContext.run(this, () => new Class(ctx, env));
+  }
+
+  /** The live instance (null until constructed). */
+  get instance() {
+    return this.#instance;
   }
 
   /**
@@ -123,7 +171,8 @@ class Actor {
     await this.#ready;
     await this.input.wait();
     this.#turns.check();
-    const result = await body(this.#instance);
+    // Sockets accepted (and sends made) inside the event know their object.
+    const result = await actorContext.run(this, () => body(this.#instance));
     await this.output.wait();
     return result;
   }
@@ -236,6 +285,7 @@ class Actor {
   }
 
   #broken() {
+    this.hibernation.disconnect();
     try {
       this.#native?.rollback();
     } catch {

@@ -14,7 +14,8 @@ const { ObjectAlarms } = require('./alarms');
  * Opens `dir` and binds each class: `env[binding]` is its namespace. Alarms
  * already due in `dir` fire at once; the others when due (./alarms.js).
  * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
- *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number }} o
+ *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number, log?: (line: string) => void }} o
+ *   log: where a failing WebSocket handler is reported (default stderr)
  *   alarmRetryMs: the delay before the first retry of an alarm() that threw, doubled for each
  *   later one (default 2000, as workerd; tests shorten it)
  * @returns {Promise<{ env: Record<string, unknown>, close(): Promise<void> }>}
@@ -45,6 +46,8 @@ async function openObjects(o) {
         sql: b.sql !== false,
         uniqueKey: b.uniqueKey ?? wranglerUniqueKey(o.name, className),
         env,
+        // Where a failing WebSocket handler is reported (./hibernation.js).
+        log: o.log,
       });
       env[binding] = ns;
       namespaces.push(ns);

@@ -22,8 +22,10 @@
 // `cloudflare:workers` exports, which is one object per process: two serves
 // in one process share it, the last one started wins (a test concern only).
 //
-// Not yet: WebSocket upgrades are answered 501 (a later change adds them, see
-// docs); the Worker itself is not gated (as on workerd, only objects are).
+// WebSocket upgrades go to the Worker's fetch; a 101 with `webSocket` is
+// completed and coupled to the pair's client end (./upgrade.js). `close()`
+// closes open WebSockets with 1001 (going away). Not gated: the Worker itself
+// (as on workerd, only objects are).
 
 const http = require('node:http');
 const fs = require('node:fs');
@@ -34,7 +36,9 @@ const { loadConfig } = require('./config');
 const { openObjects } = require('./host');
 const { registerCloudflareModules } = require('./register');
 const workers = require('./workers-module');
-const { requestListener, refuseUpgrade } = require('./http');
+const { requestListener, refuseUpgrade, toRequest } = require('./http');
+const { installGlobals } = require('./globals');
+const { upgradeListener } = require('./upgrade');
 
 const JS = new Set(['.js', '.mjs']);
 const TS = new Set(['.ts', '.mts']);
@@ -56,6 +60,8 @@ async function serve(o = {}) {
   const config = loadConfig({ cwd: opts.cwd, config: o.config });
   const entry = entryOf(o.entry, opts.cwd, config);
   registerCloudflareModules();
+  // Before the app's modules run: partyserver reads WebSocket at load.
+  installGlobals();
   let mod;
   try {
     mod = await import(pathToFileURL(entry).href);
@@ -77,7 +83,7 @@ async function serve(o = {}) {
   const warnings = [...config.warnings];
   const handler = fetchHandler(mod.default, entry, warnings);
 
-  const objects = await openObjects({ dir: opts.dir, name: config.name ?? undefined, bindings, vars: config.vars, durability: o.durability });
+  const objects = await openObjects({ dir: opts.dir, name: config.name ?? undefined, bindings, vars: config.vars, durability: o.durability, log: opts.log });
   const env = objects.env;
   const token = claimEnv(env);
 
@@ -97,8 +103,17 @@ async function serve(o = {}) {
     inflight.add(p);
     p.finally(() => inflight.delete(p));
   });
-  server.on('upgrade', (req, socket) => {
-    refuseUpgrade(socket, 501, 'Not Implemented', 'durable-workers serve does not accept WebSocket (Upgrade) requests yet\n');
+  /** Open WebSockets (the `ws` sockets), closed with 1001 by close(): each settles once its object handled the close. */
+  const sockets = new Map();
+  let upgrader = null;
+  server.on('upgrade', (req, socket, head) => {
+    if (closing !== null) {
+      refuseUpgrade(socket, 503, 'Service Unavailable', 'Service Unavailable: the server is shutting down\n');
+      return;
+    }
+    const p = upgrader(req, socket, head);
+    inflight.add(p);
+    p.finally(() => inflight.delete(p));
   });
   server.on('clientError', (err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
@@ -115,11 +130,19 @@ async function serve(o = {}) {
   const port = server.address().port;
   const url = `http://${hostPort(opts.host, port)}`;
   listener = requestListener((request) => handler(request, env, executionContext(background, opts.log)), { origin: url, log: opts.log });
+  upgrader = upgradeListener((request) => handler(request, env, executionContext(background, opts.log)), { origin: url, log: opts.log, toRequest, sockets });
 
   async function shutdown() {
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
+    for (const ws of sockets.keys()) ws.close(1001, 'server shutting down');
     const drained = await within(opts.drainMs, Promise.all([...inflight]));
+    // A client that does not answer the close handshake is cut at the drain
+    // bound; either way its object's close handler runs before the objects close.
+    if (!(await within(drained ? opts.drainMs : 0, Promise.all([...sockets.values()])))) {
+      for (const ws of sockets.keys()) ws.terminate();
+      await within(opts.drainMs, Promise.all([...sockets.values()]));
+    }
     // Requests still running past the bound lose their connection; their
     // objects still finish the commits they started before close() below.
     server.closeAllConnections();

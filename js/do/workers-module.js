@@ -27,4 +27,6 @@ class RpcTarget {}
 /** The bindings of the app being served (filled in by the host). */
 const env = {};
 
-module.exports = { DurableObject, WorkerEntrypoint, RpcTarget, env };
+const { WebSocketRequestResponsePair } = require('./hibernation');
+
+module.exports = { DurableObject, WorkerEntrypoint, RpcTarget, WebSocketRequestResponsePair, env };

@@ -134,8 +134,11 @@ impl ObjectFile {
         if !self.has_table("_cf_KV")? {
             return Ok((0, out));
         }
+        // One statement per shape, so that the end bounds the index scan
+        // (`?2 IS NULL OR key < ?2` would not).
         let sql = format!(
-            "SELECT key, value FROM _cf_KV WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) ORDER BY key{} LIMIT ?3",
+            "SELECT key, value FROM _cf_KV WHERE key >= ?1{} ORDER BY key{} LIMIT ?3",
+            if end.is_some() { " AND key < ?2" } else { "" },
             if reverse { " DESC" } else { "" }
         );
         let ctx = |e| Error::sqlite("kv list", &self.path, e);
