@@ -15,7 +15,8 @@ goes to the entry's default export fetch(request, env, ctx). Prints
 "ready on <url>" once listening. SIGINT or SIGTERM stops accepting, lets the
 requests in flight finish, closes the objects and exits 0; a second signal
 ends the process at once (what was acknowledged is on disk either way).
-WebSocket upgrades are answered 501 for now.
+WebSocket upgrades go to fetch() too: a 101 answer with a webSocket is
+completed, and open sockets are closed with 1001 when the server stops.
 
   [entry]           the Worker module, .js or .mjs (.ts where Node strips
                     types); default: "main" in the config
