@@ -6,7 +6,8 @@
 // lateness (bench/alarms.js), hibernating sockets (bench/sockets.js),
 // collections, shards, the Peek host, and the shop over node:http against
 // better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg),
-// then the shop and in-process calls on Node 20 and 24 side by side (bench/lines.js).
+// then the shop and in-process calls on Node 20 and 24 side by side (bench/lines.js),
+// and one Durable Object class on the Node host against local workerd (bench/do.js).
 //
 //   node bench/run.js [--quick] [--json] [--core] [--out <file>]
 //
@@ -22,12 +23,15 @@ const { runInChild } = require('./child');
 const { DEFAULTS, DOCS } = require('./scenarios');
 const { slowSyncEnv } = require('./slowsync');
 const { renderTable, formatNumber, formatRatio, formatMicros } = require('./table');
+const doBench = require('./do');
 
 const USAGE = `usage: node bench/run.js [--quick] [--json] [--core] [--out <file>]
   --quick  short scenarios (a smoke run; figures are rough)
   --json   also write every figure to bench/results.json (or --out)
   --core   only the main table and the slow device's (what bench/compare.js compares)
-  --only   with --core: these scenarios only (comma-separated: serial,burst,read,docGet,docFind,rssWrite,rssRead,create)
+  --only   with --core: these scenarios only (comma-separated: serial,burst,read,docGet,docFind,rssWrite,rssRead,create,do);
+           do: one Durable Object class on the Node host (durable-workers serve) against local workerd,
+           serial/concurrent writes, reads and RSS per object (bench/do.js; --only do runs it alone)
   --node   with --core: run every scenario on this Node line (24: scripts/node-lines.js's), better-sqlite3 built for it (bench/lines.js)
   --out    where --json writes`;
 
@@ -270,7 +274,7 @@ function verdict(key, x) {
  * local workerd Durable Objects over node:http; and the performance issue's
  * target for each row that has one.
  */
-function summary(results, slowResults, shopRows, slowShopRows, device) {
+function summary(results, slowResults, shopRows, slowShopRows, device, doResult) {
   const rows = [];
   const pair = (label, r, key) => {
     if (r && ok(r.durable) && ok(r.baseline)) {
@@ -334,6 +338,8 @@ function summary(results, slowResults, shopRows, slowShopRows, device) {
         rows.push([label, formatNumber(perCpu(observed)), formatNumber(perCpu(dw)), 'the same, no subscriber', formatRatio(perCpu(observed) / perCpu(dw)), '']);
     }
   }
+  // The Durable Object class on the Node host against local workerd (bench/do.js), with the issue's targets.
+  if (doResult) rows.push(...doBench.summaryRows(doResult));
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio', 'target'], rows, ['left', 'right', 'right', 'left', 'right', 'left']);
 }
 
@@ -383,6 +389,10 @@ async function main() {
   // --only: the rows named (rssRead reads what rssWrite wrote, so it brings it).
   const only = flags.only === undefined ? null : new Set(flags.only.split(','));
   const picked = (rows) => (only === null ? rows : rows.filter((r) => only.has(r.key) || (r.key === 'rssWrite' && only.has('rssRead'))));
+  // `--only do` alone skips the in-process tables (and their device figures) altogether.
+  const coreWanted = only === null || picked(mainRows(plan)).length > 0;
+  // The Durable Objects comparison: in the full run, and with --core only when --only names it (compare.js compares the rest).
+  const doWanted = only === null ? !flags.core : only.has('do');
   const cpus = os.cpus();
   const meta = {
     date: new Date().toISOString(),
@@ -405,13 +415,16 @@ async function main() {
   let device;
   let results;
   let slow = { device: undefined, results: undefined, error: undefined };
+  let doRun = null;
   try {
-    progress(`device sync rate (${plan.deviceSeconds} s)`);
-    device = await runInChild({
-      module: 'device.js',
-      scenario: 'sync',
-      opts: { dir: path.join(root, 'device'), seconds: plan.deviceSeconds },
-    });
+    if (coreWanted) {
+      progress(`device sync rate (${plan.deviceSeconds} s)`);
+      device = await runInChild({
+        module: 'device.js',
+        scenario: 'sync',
+        opts: { dir: path.join(root, 'device'), seconds: plan.deviceSeconds },
+      });
+    }
 
     results = {};
     for (const row of picked(mainRows(plan))) results[row.key] = await runRow(row, root);
@@ -422,7 +435,7 @@ async function main() {
     } catch (err) {
       slow.error = err.message;
     }
-    if (env) {
+    if (env && coreWanted) {
       const slowRoot = path.join(root, 'slow');
       progress(`device sync rate under the slowsync shim (${plan.deviceSeconds} s)`);
       slow.device = await runInChild({
@@ -434,24 +447,22 @@ async function main() {
       slow.results = {};
       for (const row of picked(slowRows(plan))) slow.results[row.key] = await runRow(row, slowRoot, env);
     }
+    if (doWanted) {
+      progress('Durable Objects: the Node host against local workerd (bench/do.js)');
+      doRun = doBench.runScript({ quick: flags.quick, node: flags.node === undefined ? undefined : scenarioNode });
+    }
   } finally {
     cleanup();
   }
   if (flags.core) {
     const elapsed = (Date.now() - started) / 1000;
     const footnotes = new Footnotes();
-    console.log(
-      [
-        `code: ${meta.code}; Node ${meta.node}`,
-        tableFor(picked(mainRows(plan)), results, footnotes),
-        '',
-        slow.results ? tableFor(picked(slowRows(plan)), slow.results, footnotes) : `slow device not run: ${slow.error}`,
-        '',
-        footnotes.render(),
-        `total time ${elapsed.toFixed(0)} s`,
-      ].join('\n'),
-    );
-    if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow });
+    const doLines = doRun ? [doRun.result ? summary({}, null, null, null, undefined, doRun.result) : '', '', doRun.text, ''] : [];
+    const coreLines = coreWanted
+      ? [tableFor(picked(mainRows(plan)), results, footnotes), '', slow.results ? tableFor(picked(slowRows(plan)), slow.results, footnotes) : `slow device not run: ${slow.error}`, '']
+      : [];
+    console.log([`code: ${meta.code}; Node ${meta.node}`, ...coreLines, ...doLines, footnotes.render(), `total time ${elapsed.toFixed(0)} s`].join('\n'));
+    if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow, do: doRun?.result });
     return;
   }
   // Alarms and sockets have no baseline to compare with: their own scripts, in children.
@@ -511,7 +522,7 @@ async function main() {
       `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
     `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
     '',
-    summary(results, slow.results, shopRows, slowShopRows, device),
+    summary(results, slow.results, shopRows, slowShopRows, device, doRun?.result),
     '',
     tableFor(mainRows(plan), results, footnotes),
     '',
@@ -526,12 +537,12 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', slowShop, '', nodeLines, '', workerd, '', alarms, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
+  lines.push(shop, '', slowShop, '', nodeLines, '', workerd, '', doRun?.text ?? '', '', alarms, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));
 
-  if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow });
+  if (flags.json) writeJson(flags.out, { meta: { ...meta, elapsedSeconds: elapsed, slowSyncMs: SLOW_SYNC_MS }, device, results, slowDevice: slow, do: doRun?.result });
 }
 
 function writeJson(out, data) {
