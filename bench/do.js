@@ -6,7 +6,10 @@
 // HTTP with keep-alive to the Worker's fetch, which calls the object by RPC.
 // Figures: serial writes to one object; 64 writers on 64 objects at once;
 // reads, 64 at once on those hot objects; the serving process's RSS per
-// object after 1,000 new objects get one write each. Every figure is measured
+// object after 1,000 new objects get one write each; and a chat room's
+// messages: 8 rooms (ChatRoom, the WebSocket hibernation API) of 8 `ws`
+// clients each, every message stored then sent to the room's 7 others (see
+// bench/do/chat.js for the load and the checks). Every figure is measured
 // in this run, both servers up at once and every scenario's rounds
 // alternating between them (the machine is shared: a burst of other work
 // falls on both); a figure is the median of its rounds; ratio = Node host ÷ workerd.
@@ -26,10 +29,18 @@ const { median } = require('./measure');
 const { renderTable, formatNumber, formatRatio, formatMicros } = require('./table');
 const { startNodeHost, startWorkerdHost } = require('./do/hosts');
 const { client } = require('./do/client');
+const { chatRooms } = require('./do/chat');
 const { runFor, rssOf, cpuMsOf, machineCpuMs } = require('./do/load');
 
 /** How many requests are in flight in the concurrent and read scenarios. */
 const WIDTH = 64;
+/**
+ * The chat scenario's rooms and members per room: ROOMS × PER_ROOM = WIDTH
+ * members, each with one message in flight (as many as the other scenarios'
+ * requests); a room of 8 is a small group chat, each message 7 deliveries.
+ */
+const ROOMS = 8;
+const PER_ROOM = 8;
 /** Full: about 2 minutes here (3 runs × 2 hosts); quick: a smoke run. */
 const PLANS = {
   full: { warmSeconds: 2, seconds: 3, rounds: 3, runs: 3, objects: 1000 },
@@ -40,15 +51,14 @@ const DEADLINE_MS = 600_000;
 
 /**
  * The targets of the "Durable Objects on Node" issue, as ratios Node host ÷
- * workerd: `ok(ratio)` says whether a ratio meets it. The chat room's has no
- * figure yet (the Node host has no WebSockets).
+ * workerd: `ok(ratio)` says whether a ratio meets it.
  */
 const TARGETS = {
   serial: { text: '≥ 1.5×', ok: (x) => x >= 1.5 },
   concurrent: { text: '≥ 2×', ok: (x) => x >= 2 },
   read: { text: '≥ 2×', ok: (x) => x >= 2 },
   memory: { text: '≤ 0.1× (a tenth)', ok: (x) => x <= 0.1 },
-  chat: { text: '≥ 2×', ok: null },
+  chat: { text: '≥ 2×', ok: (x) => x >= 2 },
 };
 
 /** The rows, in the order printed: key, label, unit. */
@@ -57,19 +67,22 @@ const ROWS = [
   { key: 'concurrent', label: `${WIDTH} concurrent writes, ${WIDTH} objects (/s)` },
   { key: 'read', label: `reads, ${WIDTH} concurrent on ${WIDTH} hot objects (/s)` },
   { key: 'memory', label: 'RSS per object, {objects} new ones written once (KB; lower is better)' },
-  { key: 'chat', label: "a chat room's messages (/s)" },
+  { key: 'chat', label: `a chat room's messages, ${ROOMS} rooms of ${PER_ROOM} (/s)` },
 ];
 
 /** The timed scenarios, in the order run. */
-const TIMED = ['serial', 'concurrent', 'read'];
+const TIMED = ['serial', 'concurrent', 'read', 'chat'];
 
 /**
  * One host's server and the client state its scenarios check answers
- * against: `ops[key]` is { width, op(i) } for each timed scenario.
+ * against: `ops[key]` is { width, op(i) } for each timed scenario, with
+ * prepare() before its warm-up, check() after each round (throws on a wrong
+ * answer seen meanwhile) and finish() after its last round where it has them.
  * @param {{ url: string, pid: number }} host
  */
 function session(host) {
   const c = client(host.url, WIDTH);
+  const chat = chatRooms(host.url, { rooms: ROOMS, perRoom: PER_ROOM, prefix: 'room' });
   let serialCount = 0;
   const counts = new Array(WIDTH).fill(0);
   const latencies = [];
@@ -87,16 +100,23 @@ function session(host) {
     concurrent: { width: WIDTH, op: (i) => expectCount(c.incr(`w${i}`), ++counts[i], `w${i}`) },
     // Reads of those 64 objects, 64 at once: each must read what its writer left.
     read: { width: WIDTH, op: (i) => expectCount(c.read(`w${i}`), counts[i], `w${i}`) },
+    // 64 chat members in 8 rooms, each sending its next message once its last reached all the others of its room.
+    chat: { width: chat.width, op: (i) => chat.op(i), prepare: () => chat.connect(), check: () => chat.check(), finish: () => chat.close() },
   };
-  return { host, c, ops, latencies, rates: { serial: [], concurrent: [], read: [] }, cpu: { serial: [0, 0], concurrent: [0, 0], read: [0, 0] }, error: null };
+  const per = (f) => Object.fromEntries(TIMED.map((k) => [k, f()]));
+  return { host, c, chat, ops, latencies, rates: per(() => []), cpu: per(() => [0, 0]), driverCpu: per(() => [0, 0]), failed: {}, error: null };
 }
 
 /** One timed round of scenario `key` on a session; its rate, and the server's CPU for it. */
 async function round(s, key, ms) {
-  const cpu0 = cpuMsOf(s.host.pid);
+  const [cpu0, driver0] = [cpuMsOf(s.host.pid), process.cpuUsage()];
   const r = await runFor(ms, s.ops[key].width, s.ops[key].op);
+  const driver = process.cpuUsage(driver0);
   s.cpu[key][0] += cpuMsOf(s.host.pid) - cpu0;
   s.cpu[key][1] += r.ops;
+  s.driverCpu[key][0] += (driver.user + driver.system) / 1000;
+  s.driverCpu[key][1] += r.ops;
+  s.ops[key].check?.();
   return r.ops / (r.ms / 1000);
 }
 
@@ -138,6 +158,23 @@ async function guarded(s, fn) {
   } catch (err) {
     const output = s.host.output().slice(-5).join(' | ');
     s.error = `${err.message}${output ? ` (host output: ${output})` : ''}`;
+  }
+}
+
+/**
+ * Runs a scenario's step on a session unless the session or the scenario has
+ * failed. The chat scenario's failure is its own (the host's other figures
+ * stand): its rounds of that run are dropped and the error reported.
+ */
+async function scenarioStep(s, key, fn) {
+  if (key !== 'chat') return guarded(s, fn);
+  if (s.error !== null || s.failed[key]) return;
+  try {
+    await fn();
+  } catch (err) {
+    const output = safely(() => s.host.output().slice(-5).join(' | '));
+    s.failed[key] = `${err.message}${output ? ` (host output: ${output})` : ''}`;
+    s.rates[key] = [];
   }
 }
 
@@ -193,11 +230,14 @@ async function measureRun(run, plan, root, starts) {
     const roundMs = (plan.seconds * 1000) / plan.rounds;
     for (const key of TIMED) {
       // Each scenario's own short warm-up on both, then its rounds, alternating hosts.
-      for (const s of live()) await guarded(s, () => runFor(Math.min(500, roundMs / 2), s.ops[key].width, s.ops[key].op));
+      for (const s of live()) await scenarioStep(s, key, () => s.ops[key].prepare?.());
+      for (const s of live()) await scenarioStep(s, key, () => runFor(Math.min(500, roundMs / 2), s.ops[key].width, s.ops[key].op).then(() => s.ops[key].check?.()));
       for (let r = 0; r < plan.rounds; r++) {
         const order = r % 2 === 0 ? live() : live().reverse();
-        for (const s of order) await guarded(s, async () => s.rates[key].push(await round(s, key, roundMs)));
+        for (const s of order) await scenarioStep(s, key, async () => s.rates[key].push(await round(s, key, roundMs)));
       }
+      // Sockets closed before memory is measured (on a failed scenario too).
+      for (const s of live()) await safelyAsync(() => s.ops[key].finish?.());
     }
     const driver = process.cpuUsage(driver0);
     const servers = serverCpu() - server0;
@@ -211,8 +251,18 @@ async function measureRun(run, plan, root, starts) {
   } finally {
     for (const s of Object.values(sessions)) {
       s.c?.close();
+      await s.chat?.close();
       await s.host?.stop();
     }
+  }
+}
+
+/** `await fn()`, or undefined if it rejects. */
+async function safelyAsync(fn) {
+  try {
+    return await fn();
+  } catch {
+    return undefined;
   }
 }
 
@@ -229,7 +279,10 @@ function safely(fn) {
 function resultOf(s, mem) {
   if (s.error !== null) return { error: s.error };
   const out = { serialP50us: median(s.latencies), memory: mem };
-  for (const key of TIMED) out[key] = { rates: s.rates[key], cpuUsPerOp: (s.cpu[key][0] * 1000) / s.cpu[key][1] };
+  for (const key of TIMED) {
+    out[key] = { rates: s.rates[key], cpuUsPerOp: (s.cpu[key][0] * 1000) / s.cpu[key][1], driverCpuUsPerOp: (s.driverCpu[key][0] * 1000) / s.driverCpu[key][1] };
+    if (s.failed[key]) out[key].error = s.failed[key];
+  }
   return out;
 }
 
@@ -247,7 +300,6 @@ function figure(runs, key) {
 function rowsOf(r) {
   return ROWS.map(({ key, label: text }) => {
     const label = text.replace('{objects}', formatNumber(r.plan.objects));
-    if (key === 'chat') return { key, label, node: null, workerd: null, ratio: NaN, target: TARGETS.chat.text, met: null, notes: 'not yet: WebSockets' };
     const a = figure(r.runs.node, key);
     const b = figure(r.runs.workerd, key);
     const ratio = a && b ? a.value / b.value : NaN;
@@ -272,9 +324,18 @@ function notesOf(r, key, a, b) {
     const p50 = (runs) => (ok(runs).length ? formatMicros(median(ok(runs).map((x) => x.serialP50us))) : '?');
     parts.unshift(`p50 ${p50(r.runs.node)} vs ${p50(r.runs.workerd)}`);
   }
+  if (key === 'chat') {
+    const fanOut = PER_ROOM - 1;
+    const deliveries = (f) => (f ? formatNumber(f.value * fanOut) : '?');
+    parts.unshift(`${deliveries(a)} vs ${deliveries(b)} deliveries/s (${fanOut} a message)`);
+  }
   if (key !== 'memory') {
-    const cpu = (runs) => (ok(runs).length ? formatMicros(median(ok(runs).map((x) => x[key].cpuUsPerOp))) : '?');
-    parts.push(`server CPU/request ${cpu(r.runs.node)} vs ${cpu(r.runs.workerd)}`);
+    // Runs whose scenario failed have no figure of theirs; their CPU would be of a part of the rounds.
+    const good = (runs) => ok(runs).filter((x) => x[key] && !x[key].error && x[key].rates.length > 0);
+    const cpu = (runs, field) => (good(runs).length ? formatMicros(median(good(runs).map((x) => x[key][field]))) : '?');
+    const per = key === 'chat' ? 'message' : 'request';
+    parts.push(`server CPU/${per} ${cpu(r.runs.node, 'cpuUsPerOp')} vs ${cpu(r.runs.workerd, 'cpuUsPerOp')}`);
+    if (key === 'chat') parts.push(`driver CPU/message ${cpu(r.runs.node, 'driverCpuUsPerOp')} vs ${cpu(r.runs.workerd, 'driverCpuUsPerOp')}`);
   }
   if (key === 'memory') {
     const rss = (runs) => (ok(runs).length ? `${formatNumber(median(ok(runs).map((x) => x.memory.rssMb)))} MB` : '?');
@@ -285,17 +346,19 @@ function notesOf(r, key, a, b) {
 
 /** The verdict text of a row: the target and whether it is met. */
 function verdict(row) {
-  if (row.met === null) return row.key === 'chat' ? `${row.target}: not yet: WebSockets` : row.target;
+  if (row.met === null) return row.target;
   return `${row.target}: ${row.met ? 'met' : 'NOT met'}`;
 }
 
 function report(r) {
   const cell = (v) => (v === null ? '–' : formatNumber(v));
   const rows = rowsOf(r).map((row) => [row.label, cell(row.node), cell(row.workerd), formatRatio(row.ratio), verdict(row), row.notes]);
-  const errors = ['node', 'workerd'].flatMap((k) => r.runs[k].map((x, i) => (x.error ? `${k}, run ${i + 1}: ${x.error}` : null)).filter(Boolean));
+  const errors = ['node', 'workerd'].flatMap((k) =>
+    r.runs[k].flatMap((x, i) => [x.error ? `${k}, run ${i + 1}: ${x.error}` : null, ...TIMED.map((key) => (x[key]?.error ? `${k}, run ${i + 1}, ${key}: ${x[key].error}` : null))]).filter(Boolean),
+  );
   return [
     `Durable Objects: the same class (bench/fixtures/do-bench) on the Node host (durable-workers serve) and local workerd ${r.workerd}, ` +
-      `each in its own process behind its own HTTP front, driven with keep-alive from one client process; ` +
+      `each in its own process behind its own HTTP front, driven with keep-alive (the chat: ${ROOMS * PER_ROOM} WebSocket clients, one message in flight each) from one client process; ` +
       `${r.plan.runs} runs on fresh servers, both up at once, each scenario's ${r.plan.rounds} rounds of ${formatNumber(r.plan.seconds / r.plan.rounds)} s alternating between them (the first host alternating too), after a ${r.plan.warmSeconds} s warm-up; ` +
       `each figure the median of its ${r.plan.runs * r.plan.rounds} rounds (memory: of the runs); ` +
       `${formatNumber(r.elapsedSeconds)} s in all; ratio = Node ÷ workerd; notes give the Node host's figures "vs" workerd's`,

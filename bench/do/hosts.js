@@ -16,7 +16,10 @@ const ENTRY = path.join(FIXTURE, 'src', 'index.mjs');
 const CONFIG = path.join(FIXTURE, 'wrangler.jsonc');
 /** As the fixture's wrangler.jsonc declares them (its "name", bindings and new_sqlite_classes). */
 const NAME = 'do-bench';
-const OBJECTS = [{ binding: 'COUNTER', className: 'Counter', sql: true }];
+const OBJECTS = [
+  { binding: 'COUNTER', className: 'Counter', sql: true },
+  { binding: 'CHAT', className: 'ChatRoom', sql: true },
+];
 const START_TIMEOUT_MS = 30_000;
 
 /** Keeps a process's last output lines. */
