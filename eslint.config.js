@@ -18,6 +18,9 @@ module.exports = [
   },
   // ES modules: .mjs, and the folders whose package.json says "type": "module".
   { files: ['**/*.mjs', 'js/peek/probes/**/*.js', 'examples/peek/**/*.js'], languageOptions: { sourceType: 'module' } },
-  // Code that runs on workerd.
-  { files: ['js/cloudflare/**/*.js', 'examples/cloudflare/**/*.js'], languageOptions: { globals: { ...globals.serviceworker, WebSocketPair: 'readonly' } } },
+  // Code that runs on workerd, or as a Durable Object app on either host.
+  {
+    files: ['js/cloudflare/**/*.js', 'examples/cloudflare/**/*.js', '__test__/fixtures/do-*/**/*.mjs', 'bench/fixtures/do-bench/**/*.mjs'],
+    languageOptions: { globals: { ...globals.serviceworker, WebSocketPair: 'readonly' } },
+  },
 ];
