@@ -98,4 +98,14 @@ test('every member of workers-types for ctx, storage, sql, kv, cursors, transact
   }
   t.deepEqual(missing, [], 'members of the types this host lacks');
   t.deepEqual(stale, [], 'members listed as absent that exist');
+  // Nor more than Cloudflare's: what the host needs of these objects is
+  // behind symbols and private fields, out of an app's reach.
+  const extra = [];
+  for (const [type, object] of Object.entries(objects)) {
+    const members = new Set(membersOf(type));
+    for (let o = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+      for (const name of Object.getOwnPropertyNames(o)) if (name !== 'constructor' && !members.has(name)) extra.push(`${type}.${name}`);
+    }
+  }
+  t.deepEqual(extra, [], 'members beyond the types');
 });

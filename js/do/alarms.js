@@ -21,6 +21,8 @@
 // This is a server's timer: it is unref'd, so a host nobody closed does not
 // keep the process alive, and `stop()` clears it.
 
+const { kAlarmActor } = require('./namespace');
+
 const PAGE = 256;
 const MAX_RETRIES = 6;
 /** Ceiling on one sleep: a clock that jumps cannot leave the host asleep for ever. */
@@ -30,7 +32,7 @@ const STALL_MS = 1000;
 
 class ObjectAlarms {
   #native;
-  /** @type {Map<string, Array<{ _alarmActor(hex: string): import('./actor').Actor }>>} catalog class → its namespaces */
+  /** @type {Map<string, Array<import('./namespace').DurableObjectNamespace>>} catalog class → its namespaces */
   #namespaces;
   #classes;
   #retryMs;
@@ -238,7 +240,7 @@ class ObjectAlarms {
 function actorOf(namespaces, hex) {
   for (const ns of namespaces) {
     try {
-      return ns._alarmActor(hex);
+      return ns[kAlarmActor](hex);
     } catch {
       // Another namespace's id: its MAC differs.
     }

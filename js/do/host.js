@@ -6,7 +6,7 @@
 const path = require('node:path');
 const { Commits } = require('../runtime/commits');
 const { fromNative } = require('../api/errors');
-const { DurableObjectNamespace } = require('./namespace');
+const { DurableObjectNamespace, kClose } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
 const { ObjectAlarms } = require('./alarms');
 
@@ -67,7 +67,7 @@ async function openObjects(o) {
     env,
     async close() {
       await host.alarms.stop();
-      await Promise.all(namespaces.map((ns) => ns.close()));
+      await Promise.all(namespaces.map((ns) => ns[kClose]()));
       // The index writes the last commits asked for.
       await host.alarms.drain();
       await native.close();

@@ -5,6 +5,11 @@
 const { namespaceIds } = require('./ids');
 const { Actor } = require('./actor');
 
+// The host's own ways in: keys, not names, so that `env.ROOMS` shows an app
+// Cloudflare's members only.
+const kAlarmActor = Symbol('alarmActor');
+const kClose = Symbol('close');
+
 /** `env.<BINDING>`: ids and stubs for one Durable Object class. */
 class DurableObjectNamespace {
   #ids;
@@ -50,12 +55,12 @@ class DurableObjectNamespace {
   }
 
   /**
-   * @internal The live object of the id string `hex`, for its alarm: started
-   * if there is none, with the name its alarm recorded. Throws if `hex` is
-   * not an id of this namespace.
+   * The live object of the id string `hex`, for its alarm: started if there
+   * is none, with the name its alarm recorded. Throws if `hex` is not an id
+   * of this namespace.
    * @param {string} hex
    */
-  _alarmActor(hex) {
+  [kAlarmActor](hex) {
     return this.#live.get(hex) ?? this.#actorOf(this.#ids.idFromString(hex), true);
   }
 
@@ -81,7 +86,7 @@ class DurableObjectNamespace {
   }
 
   /** Closes every live object (the host is closing). */
-  async close() {
+  async [kClose]() {
     const actors = [...this.#live.values()];
     this.#live.clear();
     await Promise.all([...actors.map((a) => a.close()), ...this.#closing.values()]);
@@ -109,4 +114,4 @@ function stub(actorOf, id) {
   });
 }
 
-module.exports = { DurableObjectNamespace };
+module.exports = { DurableObjectNamespace, kAlarmActor, kClose };

@@ -9,6 +9,9 @@
 // Required when called: ./storage requires this module.
 const internals = (storage) => require('./storage').internals(storage);
 
+/** Where a transaction stands ('open', 'rolledBack', 'done'): not a member an app sees. */
+const kState = Symbol('state');
+
 const OPEN = 0;
 const RELEASE = 1;
 const ROLLBACK = 2;
@@ -17,7 +20,7 @@ const ROLLBACK = 2;
 class Transaction {
   #storage;
   #depth;
-  state = 'open';
+  [kState] = 'open';
 
   constructor(storage, depth) {
     this.#storage = storage;
@@ -25,8 +28,8 @@ class Transaction {
   }
 
   #use(op) {
-    if (this.state === 'rolledBack') throw new Error(`Cannot ${op} on rolled back transaction`);
-    if (this.state === 'done') {
+    if (this[kState] === 'rolledBack') throw new Error(`Cannot ${op} on rolled back transaction`);
+    if (this[kState] === 'done') {
       throw new Error(`Cannot call ${op} on transaction that has already committed: did you move \`txn\` outside of the closure?`);
     }
     return this.#storage;
@@ -58,7 +61,7 @@ class Transaction {
   rollback() {
     this.#use('rollback');
     internals(this.#storage).store.native.savepoint(ROLLBACK, this.#depth);
-    this.state = 'rolledBack';
+    this[kState] = 'rolledBack';
   }
 }
 
@@ -77,13 +80,13 @@ function transaction(storage, closure) {
     try {
       turns.wrote(native.savepoint(OPEN, depth));
       const result = await closure(txn);
-      if (txn.state === 'open') native.savepoint(RELEASE, depth);
+      if (txn[kState] === 'open') native.savepoint(RELEASE, depth);
       return result;
     } catch (err) {
-      if (txn.state === 'open') native.savepoint(ROLLBACK, depth);
+      if (txn[kState] === 'open') native.savepoint(ROLLBACK, depth);
       throw err;
     } finally {
-      if (txn.state === 'open') txn.state = 'done';
+      if (txn[kState] === 'open') txn[kState] = 'done';
       turns.depth--;
       if (turns.depth === 0 && native.inTransaction()) turns.commit();
     }
