@@ -131,6 +131,46 @@ test('sql errors carry SQLite message and code, as workerd words them', async (t
   t.is(got[9], 'Expected exactly one result from SQL query, but got multiple results.');
 });
 
+test('a query kept prepared (run more than once) follows the schema: dropped, altered, made again, and the authorizer still decides', async (t) => {
+  const h = await open(t);
+  const got = await h.probe().run(`
+    const out = [];
+    const q = 'SELECT * FROM s';
+    const rows = () => { try { return sql.exec(q).toArray(); } catch (e) { return e.message; } };
+    sql.exec('CREATE TABLE s (a)');
+    sql.exec('INSERT INTO s VALUES (1)');
+    out.push(rows(), rows(), rows());
+    sql.exec('ALTER TABLE s ADD COLUMN b DEFAULT 2');
+    out.push(rows());
+    sql.exec('DROP TABLE s');
+    out.push(rows(), rows());
+    sql.exec('CREATE TABLE s (c)');
+    out.push(rows());
+    // A kept statement that reads an engine table once it exists is still refused.
+    const kv = 'SELECT count(*) AS n FROM _cf_KV';
+    const tryKv = () => { try { return sql.exec(kv).one().n; } catch (e) { return e.message; } };
+    out.push(tryKv(), tryKv());
+    await storage.put('k', 1);
+    out.push(tryKv());
+    // deleteAll drops what was kept with the tables.
+    await storage.deleteAll();
+    out.push(rows());
+    return out;
+  `);
+  t.deepEqual(got, [
+    [{ a: 1 }],
+    [{ a: 1 }],
+    [{ a: 1 }],
+    [{ a: 1, b: 2 }],
+    'no such table: s: SQLITE_ERROR',
+    'no such table: s: SQLITE_ERROR',
+    [],
+    'no such table: _cf_KV: SQLITE_ERROR',
+    'no such table: _cf_KV: SQLITE_ERROR',
+    'not authorized: SQLITE_AUTH',
+    'no such table: s: SQLITE_ERROR',
+  ]);
+});
 test('writes of one turn commit together; a constraint left violated at commit resets the object and drops them', async (t) => {
   const h = await open(t);
   const p = h.probe();

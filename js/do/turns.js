@@ -11,8 +11,9 @@
 // connection (the storage core, synchronously) and schedules its end for
 // `setImmediate`, which runs after the current callback and its microtasks,
 // before the next timer or I/O callback: workerd's `kj::yield()`. The end
-// writes the commit to the log on the JS thread and hands its sync to a
-// commit thread; the output gate holds every output until that sync reports.
+// writes the commit to the log on the JS thread; its sync runs there too when
+// it is alone on an idle loop, else on a commit thread (runtime/commits.js
+// decides); the output gate holds every output until that sync reports.
 // An explicit transaction (`transaction()`) holds the turn's end until its
 // root savepoint is released.
 
@@ -99,21 +100,30 @@ class Turns {
     }
   }
 
-  /** Ends the open transaction now: written here, synced on a commit thread, the gate locked until then. */
+  /**
+   * Ends the open transaction now: written here, synced on this thread when
+   * it is a commit alone on an idle loop and on a commit thread otherwise
+   * (runtime/commits.js), the gate locked until then.
+   */
   commit() {
     const ending = this.#ending;
     this.#ending = null;
-    let out = null;
-    const synced = this.#commits.maybe((id) => {
-      out = this.#native.commit(id);
-      return out.submitted;
-    });
-    if (out?.error != null) {
+    const out = this.#native.commit();
+    if (out.error != null) {
       const err = new Error(`Durable Object was reset and rolled back to its last known good state because the application left the database in a state where constraints were violated: ${out.error}`);
       this.gate.break(err);
       ending?.(Promise.reject(err));
       return;
     }
+    if (!out.submitted) {
+      ending?.(null);
+      return;
+    }
+    const native = this.#native;
+    const synced = this.#commits.write(
+      (id, inline) => native.settle(id, inline),
+      () => true,
+    );
     if (ending !== null) ending(synced);
     else this.gate.lockWhile(synced);
   }

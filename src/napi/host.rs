@@ -156,6 +156,7 @@ impl NativeHost {
                 id,
             )),
             io: self.io.clone(),
+            held: Default::default(),
         }
     }
 

@@ -1,5 +1,10 @@
 //! `NativeObject`: one Durable Object's storage, used synchronously on the JS
-//! thread; its commits synced on a commit thread and reported by number.
+//! thread; its commits written there and synced either there (a commit alone
+//! on an idle loop) or on a commit thread, reported by number.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::time::Instant;
 
 use napi::bindgen_prelude::FromNapiValue;
 use napi::ValueType;
@@ -8,7 +13,7 @@ use super::dto::invalid;
 use super::host::Io;
 use super::worker::submit;
 use super::*;
-use crate::object::file::{Bind, ExecError, ObjectFile, Savepoint};
+use crate::object::file::{Bind, ExecError, ObjectFile, Savepoint, Written};
 use crate::object::Object;
 
 /// One object's storage handle.
@@ -16,6 +21,8 @@ use crate::object::Object;
 pub struct NativeObject {
     pub(super) inner: Arc<Object>,
     pub(super) io: Arc<Io>,
+    /// Commits written and not yet handed to `settle`, oldest first.
+    pub(super) held: RefCell<VecDeque<Written>>,
 }
 
 /// What a write did: `began` opened the implicit transaction (the caller
@@ -158,11 +165,11 @@ impl NativeObject {
         })
     }
 
-    /// Ends the implicit transaction: written now, synced on a commit thread
-    /// and reported under `id` (`submitted`). Nothing to commit: not
-    /// submitted. A failed `COMMIT` rolls back and gives the user's error.
+    /// Ends the implicit transaction: written to the log now and held for
+    /// `settle` (`submitted`). Nothing to commit: not submitted. A failed
+    /// `COMMIT` rolls back and gives the user's error.
     #[napi]
-    pub fn commit(&self, env: &Env, id: u32) -> napi::Result<Committed> {
+    pub fn commit(&self, env: &Env) -> napi::Result<Committed> {
         let out = self.with(env, |f| Ok(f.commit()))?;
         let written = match out {
             Ok(Some(w)) => w,
@@ -181,12 +188,38 @@ impl NativeObject {
             Err(ExecError::Engine(e)) => return Err(to_js(env, &e)),
             Err(ExecError::NeedsFile) => return Err(to_js(env, &Error::internal("commit"))),
         };
-        let o = self.inner.clone();
-        submit(&self.io, env, id, false, move || o.settle(&written))?;
+        self.held.borrow_mut().push_back(written);
         Ok(Committed {
             submitted: true,
             error: None,
         })
+    }
+
+    /// Makes the oldest held commit durable. With `inline`, on this thread
+    /// when the device syncs fast (`Engine::syncs_fast`) and the commit made
+    /// no file: the microseconds it took, nothing reported through `on_done`
+    /// (a failed sync throws). Otherwise on a commit thread, reported under
+    /// `id`, and -1. For a commit alone on an idle loop: a commit thread's
+    /// report would wake the JS thread from its sleep, which costs as much as
+    /// the sync (`js/runtime/commits.js`).
+    #[napi]
+    pub fn settle(&self, env: &Env, id: u32, inline: bool) -> napi::Result<f64> {
+        let Some(written) = self.held.borrow_mut().pop_front() else {
+            return Err(to_js(env, &Error::internal("settle with no commit held")));
+        };
+        if inline && written.fresh.is_none() && self.inner.engine().syncs_fast() {
+            let started = Instant::now();
+            self.inner.settle(&written).map_err(|e| to_js(env, &e))?;
+            self.inner
+                .engine()
+                .counters
+                .commits_inline
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(started.elapsed().as_secs_f64() * 1e6);
+        }
+        let o = self.inner.clone();
+        submit(&self.io, env, id, false, move || o.settle(&written))?;
+        Ok(-1.0)
     }
 
     /// Drops the open transaction's writes.

@@ -21,7 +21,7 @@ use rusqlite::{ffi, Connection};
 use super::authorizer::{self, Guard};
 use super::errors;
 use super::kv::AlarmCache;
-use super::stmt::Stmt;
+use super::stmt::{Stmt, StmtCache};
 use crate::cache;
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, sync_dir};
@@ -76,6 +76,8 @@ impl From<Error> for ExecError {
 /// An object's connection: to its file, or, before its first write, to an
 /// empty database in memory that reads see.
 pub struct ObjectFile {
+    /// First: its statements are finalized before the connection closes.
+    stmts: StmtCache,
     pub(super) conn: Connection,
     pub(super) path: PathBuf,
     /// `None` for the in-memory stand-in.
@@ -195,6 +197,7 @@ impl ObjectFile {
         let guard = Guard::new();
         authorizer::install(&conn, guard.clone()).map_err(ctx)?;
         Ok(ObjectFile {
+            stmts: StmtCache::default(),
             conn,
             path: path.to_path_buf(),
             wal,
@@ -241,17 +244,26 @@ impl ObjectFile {
 
     /// Runs user SQL: every statement but the last to its first step, the
     /// last to its end, its rows packed. A statement that writes first opens
-    /// the implicit transaction (`began` is set).
+    /// the implicit transaction (`began` is set). A query that is one
+    /// statement is kept prepared once it has run twice ([`StmtCache`]).
     pub fn exec(
         &mut self,
         sql: &str,
         binds: &[Bind],
         began: &mut bool,
     ) -> std::result::Result<Exec, ExecError> {
+        if let Some(stmt) = self.stmts.take(sql) {
+            let out = self.run_last(&stmt, binds, began);
+            if out.is_ok() {
+                self.stmts.keep(sql, stmt, true);
+            }
+            return out;
+        }
         let db = unsafe_handle(&self.conn);
         let bytes = sql.as_bytes();
         let mut at = 0usize;
         loop {
+            let first = at == 0;
             let stmt = {
                 let _armed = self.guard.arm();
                 Stmt::prepare(db, &bytes[at..])
@@ -273,60 +285,82 @@ impl ObjectFile {
                     "SQL code did not contain a statement.".into(),
                 ));
             };
-            let last = at >= bytes.len();
-            if !stmt.readonly() {
-                if self.wal.is_none() {
-                    return Err(ExecError::NeedsFile);
-                }
-                *began |= self.begin()?;
-            }
-            if !last {
+            if at < bytes.len() {
                 if stmt.parameter_count() > 0 {
                     return Err(ExecError::Sql(
                         "When executing multiple SQL statements in a single call, only the last statement can have parameters."
                             .into(),
                     ));
                 }
+                self.begin_if_writes(&stmt, began)?;
                 let _armed = self.guard.arm();
                 match stmt.step() {
                     ffi::SQLITE_ROW | ffi::SQLITE_DONE => continue,
                     code => return Err(self.sql_error(db, code)),
                 }
             }
-            if stmt.parameter_count() != binds.len() {
-                return Err(ExecError::Sql(
-                    "Wrong number of parameter bindings for SQL query.".into(),
-                ));
+            let out = self.run_last(&stmt, binds, began);
+            if out.is_ok() && first {
+                self.stmts.keep(sql, stmt, false);
             }
-            for (i, b) in binds.iter().enumerate() {
-                let code = stmt.bind(i + 1, b);
-                if code != ffi::SQLITE_OK {
-                    return Err(self.sql_error(db, code));
-                }
-            }
-            let mut out = Exec {
-                columns: stmt.columns(),
-                ..Exec::default()
-            };
-            let _armed = self.guard.arm();
-            // SAFETY: db is this connection's handle, used on this thread.
-            let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
-            loop {
-                match stmt.step() {
-                    ffi::SQLITE_ROW => {
-                        stmt.pack_row(&mut out.cells);
-                        out.rows += 1;
-                    }
-                    ffi::SQLITE_DONE => break,
-                    code => return Err(self.sql_error(db, code)),
-                }
-            }
-            // SAFETY: as above.
-            let changes = unsafe { ffi::sqlite3_total_changes64(db) } - changes_before;
-            out.rows_read = u64::from(out.rows);
-            out.rows_written = changes.max(0) as u64;
-            return Ok(out);
+            return out;
         }
+    }
+
+    /// A statement that writes needs the file, and opens the implicit
+    /// transaction if none is open.
+    fn begin_if_writes(&self, stmt: &Stmt, began: &mut bool) -> std::result::Result<(), ExecError> {
+        if !stmt.readonly() {
+            if self.wal.is_none() {
+                return Err(ExecError::NeedsFile);
+            }
+            *began |= self.begin()?;
+        }
+        Ok(())
+    }
+
+    /// The last statement of an `exec`: bound, run to its end, its rows packed.
+    fn run_last(
+        &self,
+        stmt: &Stmt,
+        binds: &[Bind],
+        began: &mut bool,
+    ) -> std::result::Result<Exec, ExecError> {
+        let db = unsafe_handle(&self.conn);
+        self.begin_if_writes(stmt, began)?;
+        if stmt.parameter_count() != binds.len() {
+            return Err(ExecError::Sql(
+                "Wrong number of parameter bindings for SQL query.".into(),
+            ));
+        }
+        for (i, b) in binds.iter().enumerate() {
+            let code = stmt.bind(i + 1, b);
+            if code != ffi::SQLITE_OK {
+                return Err(self.sql_error(db, code));
+            }
+        }
+        let mut out = Exec::default();
+        let _armed = self.guard.arm();
+        // SAFETY: db is this connection's handle, used on this thread.
+        let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
+        loop {
+            match stmt.step() {
+                ffi::SQLITE_ROW => {
+                    stmt.pack_row(&mut out.cells);
+                    out.rows += 1;
+                }
+                ffi::SQLITE_DONE => break,
+                code => return Err(self.sql_error(db, code)),
+            }
+        }
+        // After the first step: a kept statement is prepared again there if
+        // the schema changed (`SELECT *` of an altered table).
+        out.columns = stmt.columns();
+        // SAFETY: as above.
+        let changes = unsafe { ffi::sqlite3_total_changes64(db) } - changes_before;
+        out.rows_read = u64::from(out.rows);
+        out.rows_written = changes.max(0) as u64;
+        Ok(out)
     }
 
     fn sql_error(&self, db: *mut ffi::sqlite3, code: c_int) -> ExecError {
@@ -430,7 +464,8 @@ impl ObjectFile {
     /// transaction (rolling back an open implicit one first): what workerd's
     /// reset of the file leaves, made atomic by SQLite rather than by a
     /// file's replacement.
-    pub fn delete_all(&self, began: &mut bool) -> Result<()> {
+    pub fn delete_all(&mut self, began: &mut bool) -> Result<()> {
+        self.stmts.clear();
         self.rollback()?;
         let ctx = |e| Error::sqlite("delete all", &self.path, e);
         // Settings change only outside a transaction: what a new file's
@@ -476,7 +511,8 @@ impl ObjectFile {
     }
 
     /// Closes the connection, copying the log into the file first.
-    pub fn close(self) -> Result<()> {
+    pub fn close(mut self) -> Result<()> {
+        self.stmts.clear();
         let path = self.path.clone();
         if self.wal.is_some() {
             let _ = self.checkpoint();
@@ -487,7 +523,8 @@ impl ObjectFile {
     }
 
     /// Closes without a checkpoint, after a failed sync (see `Unsynced::discard`).
-    pub fn abandon(self) {
+    pub fn abandon(mut self) {
+        self.stmts.clear();
         let _ = self.conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,

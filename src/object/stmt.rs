@@ -148,3 +148,86 @@ impl Stmt {
         }
     }
 }
+
+impl Stmt {
+    /// Ready to run again: the last run's state and bindings dropped.
+    pub(super) fn rewind(&self) {
+        // SAFETY: a live statement. reset's code repeats the last step's
+        // error, already reported.
+        unsafe {
+            ffi::sqlite3_reset(self.0);
+            ffi::sqlite3_clear_bindings(self.0);
+        }
+    }
+}
+
+// SAFETY: a statement moves with the connection that made it (both live in
+// one `ObjectFile`, which one thread at a time uses under the object's lock);
+// SQLite's connections and statements may change threads between calls.
+unsafe impl Send for Stmt {}
+
+/// Queries whose whole text is one statement, kept prepared after their
+/// second run: a hot object stops parsing and planning the SQL it runs on
+/// every request (about half of a small statement's time), while an object
+/// that runs a query once keeps no statement for it (a prepared statement
+/// holds kilobytes; a query seen once, eight bytes of its hash).
+#[derive(Default)]
+pub(super) struct StmtCache {
+    /// Most recently used last.
+    kept: Vec<(Box<str>, Stmt)>,
+    /// Hashes of queries run once, not kept yet.
+    seen: Vec<u64>,
+}
+
+/// Statements kept per object.
+const KEPT: usize = 16;
+/// Queries remembered as seen once; the oldest half is forgotten when full.
+const SEEN: usize = 64;
+
+impl StmtCache {
+    /// The kept statement for `sql`, taken out (give it back with `keep`).
+    pub(super) fn take(&mut self, sql: &str) -> Option<Stmt> {
+        let i = self.kept.iter().rposition(|(q, _)| &**q == sql)?;
+        Some(self.kept.remove(i).1)
+    }
+
+    /// After a run that succeeded: keeps `stmt` if `sql` ran before (or was
+    /// kept), else remembers that it ran once.
+    pub(super) fn keep(&mut self, sql: &str, stmt: Stmt, was_kept: bool) {
+        let h = hash(sql);
+        if !was_kept {
+            match self.seen.iter().position(|&s| s == h) {
+                Some(i) => {
+                    self.seen.swap_remove(i);
+                }
+                None => {
+                    if self.seen.len() >= SEEN {
+                        self.seen.drain(..SEEN / 2);
+                    }
+                    self.seen.push(h);
+                    return;
+                }
+            }
+        }
+        stmt.rewind();
+        if self.kept.len() >= KEPT {
+            self.kept.remove(0);
+        }
+        self.kept.push((sql.into(), stmt));
+    }
+
+    /// Finalizes every kept statement (before the connection closes).
+    pub(super) fn clear(&mut self) {
+        self.kept.clear();
+        self.seen.clear();
+    }
+}
+
+fn hash(sql: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .build_hasher();
+    h.write(sql.as_bytes());
+    h.finish()
+}

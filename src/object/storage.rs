@@ -110,7 +110,8 @@ impl Object {
         Ok(true)
     }
 
-    /// Makes a written commit durable (on a commit thread), then checkpoints
+    /// Makes a written commit durable (on a commit thread, or on the JS
+    /// thread for a commit alone on an idle loop), then checkpoints
     /// the log if it has grown. A failed sync closes the file and cuts the
     /// commit from the log: no later open finds what was reported failed.
     pub fn settle(&self, written: &Written) -> Result<()> {
