@@ -418,7 +418,7 @@ async function main() {
     rounds: num(values.rounds, base.rounds),
     runs: num(values.runs, base.runs),
     objects: num(values.objects, base.objects),
-    node: values.node,
+    node: values.node === undefined ? undefined : path.resolve(values.node),
   };
   const deadline = setTimeout(() => {
     console.error(`bench/do.js: not done within ${DEADLINE_MS / 1000} s`);

@@ -22,6 +22,8 @@ const { Readable } = require('node:stream');
 
 /** Methods whose requests cannot carry a body in the fetch API. */
 const NO_BODY = new Set(['GET', 'HEAD']);
+/** The body of a request whose length is 0 (never written to: shared). */
+const EMPTY = new Uint8Array(0);
 
 /**
  * A web `Request` for a node request.
@@ -40,12 +42,20 @@ function toRequest(req, o) {
   const init = { method: req.method, headers };
   // A request with neither a length nor chunked encoding has no body (RFC
   // 9112 §6.3); giving it an empty stream would make `request.body` non-null,
-  // unlike workerd.
-  if (!NO_BODY.has(req.method) && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
-    init.body = Readable.toWeb(req);
-    init.duplex = 'half';
+  // unlike workerd. A length of 0 is an empty body, made without the stream
+  // adapter (a bodiless POST is common, and the adapter costs more than the
+  // rest of the Request).
+  const length = req.headers['content-length'];
+  if (!NO_BODY.has(req.method) && (length !== undefined || req.headers['transfer-encoding'] !== undefined)) {
+    if (length === '0' && req.headers['transfer-encoding'] === undefined) {
+      init.body = EMPTY;
+      req.resume();
+    } else {
+      init.body = Readable.toWeb(req);
+      init.duplex = 'half';
+    }
   }
-  return new Request(url, init);
+  return new Request(url.href, init);
 }
 
 /**
