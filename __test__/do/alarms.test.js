@@ -172,3 +172,41 @@ test('the alarm timer is unref’d: a host with an alarm pending does not keep t
   });
   t.is(out.trim(), 'set', 'exited by itself, with the alarm set');
 });
+
+test('a commit that sets an alarm is written only after the alarm index: SIGKILL while the index write hangs leaves neither', async (t) => {
+  const { execFile } = require('node:child_process');
+  const dir = tmpDir(t);
+  // The child's index writes that move an alarm earlier never finish; the
+  // object's turn (an alarm and a value) must then never reach its file,
+  // which a SIGKILL would otherwise leave there (the log is in the page cache).
+  const script = `
+    const { ObjectAlarms } = require(${JSON.stringify(require.resolve('../../js/do/alarms'))});
+    const { openObjects } = require(${JSON.stringify(require.resolve('../../js/do/host'))});
+    const earlier = ObjectAlarms.prototype.earlier;
+    ObjectAlarms.prototype.earlier = function (cls, hex, at, byApp = true) {
+      return byApp && process.argv[2] === 'hang' ? new Promise(() => {}) : earlier.call(this, cls, hex, at, byApp);
+    };
+    class Alarmed { constructor(ctx) { this.ctx = ctx; } async set() { this.ctx.storage.setAlarm(Date.now() + 3600000); this.ctx.storage.kv.put('k', 1); } async alarm() {} }
+    openObjects({ dir: process.argv[1], name: 'test', bindings: { ALARMED: { class: Alarmed } } }).then((h) => {
+      h.env.ALARMED.getByName('a').set().then(() => console.log('acknowledged'));
+      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 300);
+    });
+  `;
+  const run = (mode) =>
+    new Promise((resolve) => {
+      execFile(process.execPath, ['-e', script, dir, mode], { timeout: 20_000 }, (err, stdout) => resolve({ signal: err?.signal, stdout }));
+    });
+  const hung = await run('hang');
+  t.is(hung.signal, 'SIGKILL');
+  t.is(hung.stdout, '', 'nothing acknowledged');
+  let h = await open(t, { dir });
+  t.deepEqual(await h.obj().run(`return [await storage.getAlarm(), await storage.get('k')];`), [null, undefined], 'neither the alarm nor the value was written');
+  await h.close();
+  // The same with the index answering: both are written, and acknowledged.
+  const answered = await run('answer');
+  t.is(answered.stdout.trim(), 'acknowledged');
+  h = await open(t, { dir });
+  const [at, k] = await h.obj().run(`return [await storage.getAlarm(), await storage.get('k')];`);
+  t.true(at > Date.now(), `alarm at ${at}`);
+  t.is(k, 1);
+});

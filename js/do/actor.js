@@ -135,9 +135,9 @@ class Actor {
       const name = this.#native.alarmName();
       if (name !== null) this.id = this.o.named(name);
     } else if (this.o.host.alarms !== undefined) {
-      // The index is moved earlier before the commit that sets an alarm, but
-      // the two files sync apart: a crash in between can leave an alarm the
-      // index lacks. Opening the object again puts that right.
+      // The index is moved earlier before the commit that sets an alarm is
+      // written, so it lacks an alarm only when the catalog was rebuilt
+      // without this object (or damaged): opening the object puts that right.
       const at = this.#native.getAlarm();
       if (at !== null) this.o.host.alarms.earlier(`do.${className}`, this.id.toString(), at, false);
     }
@@ -263,7 +263,11 @@ class Actor {
     if (alarms === undefined) return;
     const cls = `do.${this.o.className}`;
     const hex = this.id.toString();
-    if (at !== null) this.output.lockWhile(alarms.earlier(cls, hex, at));
+    if (at !== null) {
+      const indexed = alarms.earlier(cls, hex, at);
+      this.output.lockWhile(indexed);
+      this.#turns.commitAfter(indexed);
+    }
     this.output.wait().then(
       () => {
         let now;

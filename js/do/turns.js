@@ -65,6 +65,10 @@ class Turns {
   #commits;
   /** Resolves the lock the open turn holds on the gate, with its commit's promise. */
   #ending = null;
+  /** Writes that must land before the next commit is written (see `commitAfter`). */
+  #before = new Set();
+  /** A commit put off until `#before` has settled. */
+  #deferred = null;
   /** Savepoints open (explicit transactions, nested). */
   depth = 0;
 
@@ -101,11 +105,34 @@ class Turns {
   }
 
   /**
+   * The next commit is not written before `p` settles: a commit that sets an
+   * alarm is written only once the alarm index has been moved earlier
+   * (./alarms.js). Written first, even a commit never synced would survive
+   * the process (the log is in the page cache), and a crash in between would
+   * leave an alarm that no index entry fires. Meanwhile the transaction
+   * stays open: what the next turns write joins it, and their outputs wait
+   * for it too. If `p` rejects, the gate breaks and nothing is committed.
+   * @param {Promise<unknown>} p
+   */
+  commitAfter(p) {
+    const settled = p.then(
+      () => {},
+      () => {},
+    );
+    this.#before.add(settled);
+    settled.then(() => this.#before.delete(settled));
+  }
+
+  /**
    * Ends the open transaction now: written here, synced on this thread when
    * it is a commit alone on an idle loop and on a commit thread otherwise
    * (runtime/commits.js), the gate locked until then.
    */
   commit() {
+    if (this.#before.size > 0) {
+      this.#putOff();
+      return;
+    }
     const ending = this.#ending;
     this.#ending = null;
     const out = this.#native.commit();
@@ -126,6 +153,22 @@ class Turns {
     );
     if (ending !== null) ending(synced);
     else this.gate.lockWhile(synced);
+  }
+
+  /** `commit()` once what it waits for has settled; outputs wait meanwhile. */
+  #putOff() {
+    if (this.#deferred !== null) return;
+    if (this.#ending === null) this.gate.lockWhile(new Promise((resolve) => (this.#ending = resolve)));
+    this.#deferred = Promise.all([...this.#before]).then(() => {
+      this.#deferred = null;
+      if (this.gate.broken !== null) {
+        this.#ending?.(null);
+        this.#ending = null;
+        return;
+      }
+      // An explicit transaction opened meanwhile commits when it ends.
+      if (this.depth === 0) this.commit();
+    });
   }
 }
 
