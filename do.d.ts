@@ -20,6 +20,13 @@ export interface ServeOptions {
   durability?: 'full' | 'relaxed';
   /** How long `close()` waits for requests in flight, in ms; default 10,000. */
   drainMs?: number;
+  /**
+   * Object files kept open at most; default 128. Past it, the least recently
+   * used idle objects close theirs (the objects stay live, in memory) and open
+   * them again before their next event. Each open file holds about three
+   * descriptors and SQLite's memory.
+   */
+  maxOpenFiles?: number;
   /** Where an app's uncaught errors are written; default stderr. */
   log?: (line: string) => void;
 }
@@ -63,6 +70,15 @@ export interface OpenObjectsOptions {
   /** Plain values added to `env`. */
   vars?: Record<string, unknown>;
   durability?: 'full' | 'relaxed';
+  /**
+   * Object files kept open at most; default 128. Past it, the least recently
+   * used idle objects close theirs (the objects stay live, in memory) and open
+   * them again before their next event. Each open file holds about three
+   * descriptors and SQLite's memory.
+   */
+  maxOpenFiles?: number;
+  /** The first retry of an `alarm()` that threw waits this long (ms), doubled for each later one; default 2,000, as workerd. */
+  alarmRetryMs?: number;
 }
 
 /** Durable Object classes bound in this process. */

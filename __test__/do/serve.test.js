@@ -245,7 +245,7 @@ test('the CLI exits 1 naming the key and binding when the config binds kv_namesp
 });
 
 test('usage errors exit 2 with the message and the help', async (t) => {
-  for (const args of [['--port', '70000'], ['--port', 'x'], ['a.mjs', 'b.mjs'], ['--nope']]) {
+  for (const args of [['--port', '70000'], ['--port', 'x'], ['a.mjs', 'b.mjs'], ['--nope'], ['--max-open-files', '0'], ['--max-open-files', '1.5'], ['--max-open-files', '']]) {
     let err = '';
     const code = await main(['serve', ...args], { stdout: { write: () => {} }, stderr: { write: (s) => (err += s) } });
     t.is(code, 2, args.join(' '));

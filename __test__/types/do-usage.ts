@@ -10,10 +10,10 @@ class Counter {
 
 async function main(): Promise<void> {
   registerCloudflareModules();
-  const served = await serve({ config: 'wrangler.jsonc', dir: '.data', port: 0, durability: 'full' });
+  const served = await serve({ config: 'wrangler.jsonc', dir: '.data', port: 0, durability: 'full', maxOpenFiles: 256 });
   const url: string = served.url;
   await served.close();
-  const objects = await openObjects({ dir: '.data', name: 'app', bindings: { COUNTER: { class: Counter, sql: true } }, vars: { GREETING: 'hi' } });
+  const objects = await openObjects({ dir: '.data', name: 'app', bindings: { COUNTER: { class: Counter, sql: true } }, vars: { GREETING: 'hi' }, maxOpenFiles: 64, alarmRetryMs: 500 });
   const ns = objects.env.COUNTER;
   void ns;
   void url;

@@ -7,6 +7,7 @@ const { parse, withUsage, UsageError } = require('./args');
 const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, OWNED: 3 });
 
 const help = `usage: durable-workers serve [entry] [--config <file>] [--dir <dir>] [--port <n>] [--host <addr>]
+                              [--max-open-files <n>]
 
 Runs a Wrangler project's Worker and its Durable Objects in this Node
 process: the config's Durable Object bindings (SQLite-backed for
@@ -25,6 +26,11 @@ completed, and open sockets are closed with 1001 when the server stops.
   --dir <dir>       the durable directory the objects live in (default .data)
   --port <n>        the HTTP port (default 8787; 0 picks a free one)
   --host <addr>     the address to listen on (default 127.0.0.1)
+  --max-open-files <n>
+                    object files kept open at most (default 128): past it,
+                    the least recently used idle objects close theirs until
+                    their next event (each open file holds about three
+                    descriptors and SQLite's memory)
 
 exit codes:
   0  stopped by SIGINT or SIGTERM
@@ -34,7 +40,7 @@ exit codes:
   3  another process serves <dir> (ERR_DURABLE_LOCKED)`;
 
 /**
- * `serve [entry] [--config F] [--dir D] [--port N] [--host H]`.
+ * `serve [entry] [--config F] [--dir D] [--port N] [--host H] [--max-open-files N]`.
  * @param {string[]} args the arguments after `serve`
  * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
  * @returns {Promise<number>} the exit code (see EXIT), once stopped
@@ -46,10 +52,16 @@ async function run(args, io) {
       dir: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'max-open-files': { type: 'string' },
     });
     if (positionals.length > 1) throw new UsageError(`serve takes at most one entry module (got ${positionals.join(' ')})`);
     const port = portOption(values.port);
     if (values.host === '') throw new UsageError('--host must not be empty');
+    const maxOpenFiles = values['max-open-files'] === undefined ? undefined : Number(values['max-open-files']);
+    if (maxOpenFiles !== undefined && !(Number.isInteger(maxOpenFiles) && maxOpenFiles >= 1 && values['max-open-files'].trim() !== '')) {
+      throw new UsageError(`--max-open-files must be a whole number >= 1 (got ${JSON.stringify(values['max-open-files'])})`);
+    }
+    values.maxOpenFiles = maxOpenFiles;
     // Signals are ours from before startup: one arriving while the objects
     // open stops the server as soon as it exists. Once each, so a second
     // signal gets Node's default and ends the process.
@@ -70,7 +82,7 @@ async function start(entry, values, port, io, signal) {
   const { serve } = require('../do/serve');
   let server;
   try {
-    server = await serve({ entry, config: values.config, dir: values.dir, port, host: values.host });
+    server = await serve({ entry, config: values.config, dir: values.dir, port, host: values.host, maxOpenFiles: values.maxOpenFiles });
   } catch (err) {
     return failure(err, values, io);
   }

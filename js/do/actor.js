@@ -105,6 +105,8 @@ class Actor {
   #storage = null;
   #turns = null;
   #native = null;
+  /** Events started and not yet answered. */
+  #events = 0;
 
   /**
    * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void,
@@ -168,13 +170,31 @@ class Actor {
    * @returns {Promise<T>}
    */
   async event(body) {
-    await this.#ready;
-    await this.input.wait();
-    this.#turns.check();
-    // Sockets accepted (and sends made) inside the event know their object.
-    const result = await actorContext.run(this, () => body(this.#instance));
-    await this.output.wait();
-    return result;
+    this.#events++;
+    try {
+      await this.#ready;
+      // A parked file opens again here, off the JS thread (./open-files.js).
+      const opening = this.o.host.files?.use(this);
+      if (opening) await opening;
+      await this.input.wait();
+      this.#turns.check();
+      // Sockets accepted (and sends made) inside the event know their object.
+      const result = await actorContext.run(this, () => body(this.#instance));
+      await this.output.wait();
+      return result;
+    } finally {
+      this.#events--;
+    }
+  }
+
+  /** The object's NativeObject (null until started). */
+  get native() {
+    return this.#native;
+  }
+
+  /** No event running and nothing open on its storage: its file may be parked. */
+  idle() {
+    return this.#events === 0 && this.#turns !== null && this.#turns.idle();
   }
 
   /**
@@ -300,6 +320,7 @@ class Actor {
 
   /** Checkpoints and closes the object's file. */
   close() {
+    this.o.host.files?.forget(this);
     if (this.#native === null) return Promise.resolve();
     return this.#ready
       .catch(() => {})

@@ -9,15 +9,26 @@ const { fromNative } = require('../api/errors');
 const { DurableObjectNamespace, kClose } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
 const { ObjectAlarms } = require('./alarms');
+const { OpenFiles } = require('./open-files');
+
+/**
+ * Object files kept open at most (about three descriptors each): past it the
+ * least recently used idle ones are parked (./open-files.js). Far under the
+ * 1,024 descriptors a process gets by default on Linux.
+ */
+const DEFAULT_MAX_OPEN_FILES = 128;
 
 /**
  * Opens `dir` and binds each class: `env[binding]` is its namespace. Alarms
  * already due in `dir` fire at once; the others when due (./alarms.js).
  * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
- *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number, log?: (line: string) => void }} o
+ *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number, maxOpenFiles?: number,
+ *           log?: (line: string) => void }} o
  *   log: where a failing WebSocket handler is reported (default stderr)
  *   alarmRetryMs: the delay before the first retry of an alarm() that threw, doubled for each
  *   later one (default 2000, as workerd; tests shorten it)
+ *   maxOpenFiles: object files kept open at most; the least recently used idle objects past it close
+ *   theirs until their next event (default 128)
  * @returns {Promise<{ env: Record<string, unknown>, close(): Promise<void> }>}
  */
 async function openObjects(o) {
@@ -31,7 +42,13 @@ async function openObjects(o) {
     commits.close();
     throw fromNative(err, `open(${JSON.stringify(dir)})`);
   }
-  const host = { native, commits };
+  const maxOpenFiles = o.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
+  if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) {
+    await native.close();
+    commits.close();
+    throw new TypeError('openObjects: maxOpenFiles must be an integer >= 1');
+  }
+  const host = { native, commits, files: new OpenFiles(maxOpenFiles) };
   const env = { ...o.vars };
   const namespaces = [];
   /** catalog class (`do.<Class>`) → its namespaces, for the alarms */

@@ -83,6 +83,11 @@ class Turns {
     this.gate = gate;
   }
 
+  /** No turn waiting to commit (so nothing of it is open on the connection). */
+  idle() {
+    return this.#ending === null && this.#deferred === null && this.#before.size === 0;
+  }
+
   /** Throws the error that broke the object, if one has. */
   check() {
     if (this.gate.broken !== null) throw this.gate.broken;
@@ -135,7 +140,16 @@ class Turns {
     }
     const ending = this.#ending;
     this.#ending = null;
-    const out = this.#native.commit();
+    let out;
+    try {
+      out = this.#native.commit();
+    } catch (err) {
+      // The storage core failed (a full disk, no descriptor left): the
+      // object breaks, as for a failed sync; the process goes on.
+      this.gate.break(err);
+      ending?.(Promise.reject(err));
+      return;
+    }
     if (out.error != null) {
       const err = new Error(`Durable Object was reset and rolled back to its last known good state because the application left the database in a state where constraints were violated: ${out.error}`);
       this.gate.break(err);

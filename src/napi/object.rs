@@ -222,6 +222,19 @@ impl NativeObject {
         Ok(-1.0)
     }
 
+    /// Closes the connection until the next use when nothing is open on it
+    /// (no transaction, no commit held): true if it did (`Object::park`).
+    #[napi]
+    pub fn park(&self) -> bool {
+        self.held.borrow().is_empty() && self.inner.park()
+    }
+
+    /// Whether the connection is parked (`load` opens it again off this thread).
+    #[napi]
+    pub fn parked(&self) -> bool {
+        self.inner.parked()
+    }
+
     /// Drops the open transaction's writes.
     #[napi]
     pub fn rollback(&self, env: &Env) -> napi::Result<()> {

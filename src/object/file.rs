@@ -217,6 +217,11 @@ impl ObjectFile {
         self.alarm.get_mut().known = None;
     }
 
+    /// Made by this handle, and its first commit not yet written.
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
     /// Whether this is the in-memory stand-in (no file yet).
     pub fn is_empty_standin(&self) -> bool {
         self.wal.is_none()
@@ -522,7 +527,9 @@ impl ObjectFile {
             .map_err(|(_, e)| Error::sqlite("close", &path, e))
     }
 
-    /// Closes without a checkpoint, after a failed sync (see `Unsynced::discard`).
+    /// Closes without a checkpoint: after a failed sync (see
+    /// `Unsynced::discard`), or to park the object (the next open reads the
+    /// log as it is).
     pub fn abandon(mut self) {
         self.stmts.clear();
         let _ = self.conn.set_db_config(

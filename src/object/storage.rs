@@ -17,6 +17,9 @@ enum State {
     Unopened,
     /// Its file, or the in-memory stand-in before the first write.
     Open(Box<ObjectFile>),
+    /// Its file exists and its connection is closed until the next use
+    /// ([`Object::park`]).
+    Parked,
     Closed,
 }
 
@@ -62,11 +65,14 @@ impl Object {
     pub fn load(&self) -> Result<bool> {
         self.engine.check_open()?;
         let mut state = self.state.lock();
-        if let State::Open(f) = &*state {
-            return Ok(!f.is_empty_standin());
-        }
-        if matches!(&*state, State::Closed) {
-            return Err(Error::Closed);
+        match &*state {
+            State::Open(f) => return Ok(!f.is_empty_standin()),
+            State::Closed => return Err(Error::Closed),
+            State::Parked => {
+                *state = State::Open(Box::new(self.reopen()?));
+                return Ok(true);
+            }
+            State::Unopened => {}
         }
         let (file, exists) = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
             Some(f) => (f, true),
@@ -78,14 +84,57 @@ impl Object {
         Ok(exists)
     }
 
-    /// Runs `body` on the connection. Blocks only behind a checkpoint.
+    /// Runs `body` on the connection, opening it again if it was parked.
+    /// Blocks only behind a checkpoint.
     pub fn with<T>(&self, body: impl FnOnce(&mut ObjectFile) -> T) -> Result<T> {
         self.engine.check_open()?;
-        match &mut *self.state.lock() {
+        let mut state = self.state.lock();
+        if matches!(&*state, State::Parked) {
+            *state = State::Open(Box::new(self.reopen()?));
+        }
+        match &mut *state {
             State::Open(f) => Ok(body(f)),
             State::Unopened => Err(Error::internal("an object was used before its load")),
+            State::Parked => Err(Error::internal("an object stayed parked")),
             State::Closed => Err(Error::Closed),
         }
+    }
+
+    /// The parked object's file, opened again (the alarm read as at a load).
+    fn reopen(&self) -> Result<ObjectFile> {
+        let file =
+            ObjectFile::open(&self.path, &self.id, self.engine.durability)?.ok_or_else(|| {
+                Error::Corrupt {
+                    path: self.path.clone(),
+                    detail: "the file of a Durable Object vanished while its object was live"
+                        .into(),
+                }
+            })?;
+        file.get_alarm()?;
+        Ok(file)
+    }
+
+    /// Closes the connection of an object that has a file and nothing open
+    /// on it (no transaction), without a checkpoint: no I/O, and the next use
+    /// opens it again (`with`). What bounds the files a host keeps open
+    /// (descriptors and SQLite's memory per connection) whatever the number of
+    /// live objects. False, and nothing done, when it cannot be parked now.
+    /// Syncs in flight are unaffected: each holds its own descriptor of the log.
+    pub fn park(&self) -> bool {
+        let mut state = self.state.lock();
+        match &*state {
+            State::Open(f) if !f.is_empty_standin() && !f.in_transaction() && !f.is_fresh() => {}
+            _ => return false,
+        }
+        if let State::Open(f) = std::mem::replace(&mut *state, State::Parked) {
+            f.abandon();
+        }
+        true
+    }
+
+    /// Whether the connection is parked.
+    pub fn parked(&self) -> bool {
+        matches!(&*self.state.lock(), State::Parked)
     }
 
     /// Makes the file if the object has none (the first write): true if it
@@ -95,7 +144,7 @@ impl Object {
         let mut state = self.state.lock();
         match &*state {
             State::Open(f) if f.is_empty_standin() => {}
-            State::Open(_) => return Ok(false),
+            State::Open(_) | State::Parked => return Ok(false),
             State::Unopened => {
                 return Err(Error::internal("an object was written before its load"))
             }
