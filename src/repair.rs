@@ -14,8 +14,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::catalog::{Catalog, Op};
 use crate::error::{Error, Result};
 use crate::layout::{self, REGISTRY_FILE};
+use crate::object::file::ObjectFile;
 use crate::sqlite::Durability;
 use crate::store::{Identity, WorkerFile};
+
+/// The catalog class of a Durable Object class is `do.<ClassName>` (`js/do/`).
+const OBJECT_CLASS_PREFIX: &str = "do.";
 
 /// What a rebuild found.
 #[derive(Debug, Default)]
@@ -54,6 +58,25 @@ pub fn scan(dir: &Path, durability: Durability) -> (Vec<Identity>, Vec<(PathBuf,
             for entry in fs::read_dir(shard.path()).into_iter().flatten().flatten() {
                 let path = entry.path();
                 if path.extension().and_then(|x| x.to_str()) != Some("db") {
+                    continue;
+                }
+                if class.starts_with(OBJECT_CLASS_PREFIX) {
+                    // A Durable Object's file (`src/object/`): indexed when it has an alarm.
+                    match ObjectFile::indexed_alarm(&path, durability) {
+                        Ok(Some((id, at))) if layout::worker_path(dir, &class, &id) == path => {
+                            found.push(Identity {
+                                class: class.clone(),
+                                id,
+                                earliest: Some(at),
+                            })
+                        }
+                        Ok(Some((id, _))) => skipped.push((
+                            path,
+                            format!("it holds {class}:{id}, whose file lives elsewhere"),
+                        )),
+                        Ok(None) => {}
+                        Err(e) => skipped.push((path, e.to_string())),
+                    }
                     continue;
                 }
                 match WorkerFile::identity(&path, durability) {

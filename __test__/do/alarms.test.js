@@ -128,6 +128,20 @@ test('an alarm pending at close fires at its time after reopening', async (t) =>
   t.true(again.log[0].t >= at, 'not early');
 });
 
+test('a lost catalog is rebuilt from the files with the objects’ alarms: one fires at its time, its object never called', async (t) => {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const first = await open(t);
+  const at = await first.obj('orphan').run('const at = Date.now() + 400; await storage.setAlarm(at); return at;');
+  await first.obj('plain').run(`await storage.put('k', 1);`);
+  await first.close();
+  for (const f of fs.readdirSync(first.dir)) if (f.startsWith('_registry.db')) fs.rmSync(path.join(first.dir, f));
+  const again = await open(t, { dir: first.dir });
+  await until(t, again.log, 1);
+  t.like(again.log[0], { scheduledTime: at, retryCount: 0, name: 'orphan' });
+  t.is(again.log.length, 1);
+});
+
 test('an alarm deleted before its time never fires, nor after reopening', async (t) => {
   const h = await open(t);
   await h.obj().run('await storage.setAlarm(Date.now() + 100);');

@@ -42,6 +42,29 @@ class Counter extends DurableObject {
     return [await this.ctx.storage.get('a'), await this.ctx.storage.get('b')];
   }
 
+  /** Changes the settings user SQL may change (nothing written). */
+  relax() {
+    this.ctx.storage.sql.exec('PRAGMA foreign_keys = OFF; PRAGMA case_sensitive_like = ON; PRAGMA recursive_triggers = ON');
+  }
+
+  /** The settings as they are, and whether a row breaking a foreign key is accepted. */
+  settings() {
+    const sql = this.ctx.storage.sql;
+    sql.exec('CREATE TABLE IF NOT EXISTS parent (id INTEGER PRIMARY KEY); CREATE TABLE IF NOT EXISTS child (p INTEGER REFERENCES parent (id))');
+    let orphan = 'accepted';
+    try {
+      sql.exec('INSERT INTO child VALUES (42)');
+    } catch (err) {
+      orphan = err.message;
+    }
+    return {
+      foreignKeys: sql.exec('PRAGMA foreign_keys').one().foreign_keys,
+      recursiveTriggers: sql.exec('PRAGMA recursive_triggers').one().recursive_triggers,
+      likeIgnoresCase: sql.exec("SELECT 'a' LIKE 'A' AS x").one().x,
+      orphan,
+    };
+  }
+
   async alarm() {
     this.env.FIRED.push(this.ctx.id.name);
   }
@@ -83,6 +106,18 @@ test.serial('40 objects written in turn keep at most 4 files open; each reads ba
   t.true(openUnder(dir) <= atMost, `${openUnder(dir)} descriptors open under the directory (at most ${atMost})`);
   for (let i = 0; i < 40; i++) t.deepEqual(await h.c(`o${i}`).read(), [2, 2]);
   await h.close();
+  // Closing checkpoints the parked ones too: each database file, copied
+  // without its log, holds both rounds' rows.
+  const Database = require('better-sqlite3');
+  const copy = path.join(tmpDir(t), 'copy.db');
+  const files = fs.readdirSync(path.join(dir, 'do.Counter'), { recursive: true }).filter((f) => f.endsWith('.db'));
+  t.is(files.length, 40);
+  for (const f of files) {
+    fs.copyFileSync(path.join(dir, 'do.Counter', f), copy);
+    const db = new Database(copy, { readonly: true });
+    t.is(db.prepare('SELECT count(*) AS c FROM t').get().c, 2, f);
+    db.close();
+  }
   const again = await open(t, dir);
   for (let i = 0; i < 40; i++) t.deepEqual(await again.c(`o${i}`).read(), [2, 2]);
 });
@@ -106,6 +141,28 @@ test.serial('a parked object’s alarm fires at its time, and its instance (memo
   while (h.fired.length === 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
   t.deepEqual(h.fired, ['alarmed']);
   t.is(h.made.filter((name) => name === 'alarmed').length, 1, 'parking kept the instance');
+});
+
+test.serial('the settings user SQL changed survive the connection being parked, with a file or before the first write', async (t) => {
+  const dir = tmpDir(t);
+  const h = await open(t, dir);
+  await h.c('written').incr();
+  await h.c('written').relax();
+  const files = () => fs.readdirSync(path.join(dir, 'do.Counter'), { recursive: true }).filter((f) => f.endsWith('.db')).length;
+  const before = files();
+  await h.c('unwritten').relax();
+  t.is(files(), before, 'settings alone make no file');
+  for (let i = 0; i < 10; i++) await h.c(`z${i}`).incr();
+  const relaxed = { foreignKeys: 0, recursiveTriggers: 1, likeIgnoresCase: 0, orphan: 'accepted' };
+  t.deepEqual(await h.c('written').settings(), relaxed);
+  // Its first write makes its file after the stand-in was parked.
+  t.deepEqual(await h.c('unwritten').settings(), relaxed);
+  t.deepEqual(await h.c('other').settings(), {
+    foreignKeys: 1,
+    recursiveTriggers: 0,
+    likeIgnoresCase: 1,
+    orphan: 'FOREIGN KEY constraint failed: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_FOREIGNKEY)',
+  });
 });
 
 test('maxOpenFiles must be an integer >= 1', async (t) => {

@@ -9,8 +9,9 @@
 // as for DurableWorker alarms (../alarms/index-writes.js): the index moves
 // earlier when the app sets an alarm (the object's output gate waits for
 // it), and only then is the object's commit written (./turns.js,
-// commitAfter), then the index is set exactly once that commit is durable. A crash leaves the index early, never late; an early
-// entry costs one wake that finds nothing due and puts the entry right.
+// commitAfter), then the index is set exactly once that commit is durable.
+// A crash leaves the index early, never late; an early entry costs one wake
+// that finds nothing due and puts the entry right.
 //
 // Retries (plan §2.7): a handler that throws runs again after
 // `retryMs << retryCount` plus up to 25 % jitter, at most 6 times, then the

@@ -7,11 +7,13 @@
 // memory per connection). A parked object stays live (its instance, its
 // sockets, its state in memory) and its file opens again, off the JS thread,
 // before its next event. Nothing about storage changes: a connection is
-// parked only with no transaction open and no commit waiting to be synced.
+// parked only with no transaction open and no commit waiting to be synced,
+// and the settings user SQL changed on it go to the next one.
 //
-// Not counted: an object only read so far (no file yet; its empty stand-in is
-// in memory), and one whose storage is used outside any event (a timer in the
-// app) after it was parked: that use opens the file again on the spot.
+// An object only read so far (no file yet) is parked too: its empty
+// stand-in is dropped and made again when used. Not counted: an object whose
+// storage is used outside any event (a timer in the app) after it was
+// parked: that use opens the file again on the spot.
 
 class OpenFiles {
   #max;

@@ -343,8 +343,9 @@ impl NativeObject {
     }
 
     /// Sets (ms since the epoch) or clears (null) the alarm, in the open
-    /// transaction; `name`, the id's name if it has one, is kept with a set
-    /// alarm where user SQL cannot read it (`_cf_METADATA`, key 3).
+    /// transaction; the object's id and `name`, the id's name if it has one,
+    /// are kept with a set alarm where user SQL cannot read them
+    /// (`_cf_METADATA`, keys 4 and 3).
     #[napi]
     pub fn set_alarm(
         &self,
@@ -354,7 +355,8 @@ impl NativeObject {
     ) -> napi::Result<Wrote> {
         let created = self.ensure_file(env)?;
         let mut began = false;
-        self.with(env, |f| f.set_alarm(at, name.as_deref(), &mut began))?;
+        let id = self.inner.id();
+        self.with(env, |f| f.set_alarm(at, id, name.as_deref(), &mut began))?;
         Ok(Wrote {
             began,
             created,

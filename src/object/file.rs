@@ -35,6 +35,9 @@ const DEFAULT_SETTINGS: &str = "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_
      PRAGMA ignore_check_constraints = OFF; PRAGMA legacy_alter_table = OFF; \
      PRAGMA recursive_triggers = OFF; PRAGMA reverse_unordered_selects = OFF;";
 
+/// An object's id and its alarm (ms), as a rebuilt catalog indexes it.
+type IdAndAlarm = (String, i64);
+
 /// `PRAGMA application_id` of a Durable Object's file ("DO" and 1).
 pub const APPLICATION_ID: i32 = 0x444f_0001;
 
@@ -153,6 +156,55 @@ impl ObjectFile {
         Ok(Some(f))
     }
 
+    /// For a catalog rebuilt from the files (`repair.rs`): the id and the
+    /// alarm (ms) of the object whose file is at `path`, when it has an
+    /// alarm (its id is kept beside it); `None` when it has none, so nothing
+    /// to index. An error when the file is not a Durable Object's or its id
+    /// does not match its check.
+    pub fn indexed_alarm(path: &Path, durability: Durability) -> Result<Option<IdAndAlarm>> {
+        let f = Self::connect(path, durability, false)?;
+        let read = || -> rusqlite::Result<(i32, i32, Option<IdAndAlarm>)> {
+            let (app, check) = f.conn.query_row(
+                "SELECT * FROM pragma_application_id, pragma_user_version",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if app != APPLICATION_ID || !f.has_table("_cf_METADATA").unwrap_or(false) {
+                return Ok((app, check, None));
+            }
+            let found = f
+                .conn
+                .query_row(
+                    "SELECT (SELECT value FROM _cf_METADATA WHERE key = 4), (SELECT value FROM _cf_METADATA WHERE key = 1)",
+                    [],
+                    |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1)?)),
+                )?;
+            Ok((
+                app,
+                check,
+                match found {
+                    (Some(id), Some(ns)) => Some((id, ns.div_euclid(1_000_000))),
+                    _ => None,
+                },
+            ))
+        };
+        let (app, check, found) = read().map_err(|e| Error::sqlite("read identity", path, e))?;
+        f.close()?;
+        if app != APPLICATION_ID {
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                detail: "not a Durable Object's file".into(),
+            });
+        }
+        match found {
+            Some((id, _)) if id_check(&id) != check => Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("the id it holds ({id}) is not the file's"),
+            }),
+            found => Ok(found),
+        }
+    }
+
     /// The stand-in before the first write: an empty database in memory.
     pub fn empty(path: &Path) -> Result<Self> {
         let conn = Connection::open_in_memory().map_err(|e| Error::sqlite("open", path, e))?;
@@ -215,6 +267,43 @@ impl ObjectFile {
     /// Forgets the alarm, as a reset does (a `delete_all` with no file).
     pub fn forget_alarm(&mut self) {
         self.alarm.get_mut().known = None;
+    }
+
+    /// The settings user SQL may change (`DEFAULT_SETTINGS`), as they are
+    /// now: statements that put them back on a new connection to this file.
+    /// `case_sensitive_like` cannot be read, so it is found by its effect.
+    pub fn settings(&self) -> Result<String> {
+        let ctx = |e| Error::sqlite("read settings", &self.path, e);
+        let mut out = String::new();
+        for name in [
+            "foreign_keys",
+            "ignore_check_constraints",
+            "legacy_alter_table",
+            "recursive_triggers",
+            "reverse_unordered_selects",
+        ] {
+            let on: i64 = self
+                .conn
+                .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+                .map_err(ctx)?;
+            out.push_str(&format!("PRAGMA {name} = {on}; "));
+        }
+        let ignores_case: i64 = self
+            .conn
+            .query_row("SELECT 'a' LIKE 'A'", [], |r| r.get(0))
+            .map_err(ctx)?;
+        out.push_str(&format!(
+            "PRAGMA case_sensitive_like = {};",
+            i64::from(ignores_case == 0)
+        ));
+        Ok(out)
+    }
+
+    /// Puts back what [`ObjectFile::settings`] read.
+    pub fn restore_settings(&self, settings: &str) -> Result<()> {
+        self.conn
+            .execute_batch(settings)
+            .map_err(|e| Error::sqlite("restore settings", &self.path, e))
     }
 
     /// Made by this handle, and its first commit not yet written.

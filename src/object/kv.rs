@@ -208,10 +208,14 @@ impl ObjectFile {
     }
 
     /// Sets or clears the alarm, in the open transaction (opened here if none is).
-    /// `name` (the id's name) is kept beside a set alarm, in the same write.
+    /// The object's id (key 4) and the id's name (key 3) are kept beside a
+    /// set alarm, in the same write: a catalog rebuilt from the files
+    /// (`repair.rs`) indexes the alarm by that id, and the alarm's event gets
+    /// the name. Neither is visible to user SQL.
     pub fn set_alarm(
         &self,
         at_ms: Option<f64>,
+        id: &str,
         name: Option<&str>,
         began: &mut bool,
     ) -> Result<()> {
@@ -234,6 +238,14 @@ impl ObjectFile {
             )
             .and_then(|mut s| s.execute([ns]))
             .map_err(ctx)?;
+        if at_ms.is_some() {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO _cf_METADATA VALUES(4, ?1) ON CONFLICT DO UPDATE SET value = excluded.value",
+                )
+                .and_then(|mut s| s.execute([id]))
+                .map_err(ctx)?;
+        }
         if let (Some(_), Some(name)) = (at_ms, name) {
             self.conn
                 .prepare_cached(

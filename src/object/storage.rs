@@ -17,9 +17,13 @@ enum State {
     Unopened,
     /// Its file, or the in-memory stand-in before the first write.
     Open(Box<ObjectFile>),
-    /// Its file exists and its connection is closed until the next use
-    /// ([`Object::park`]).
-    Parked,
+    /// Its connection is closed until the next use ([`Object::park`]):
+    /// whether it has a file (else it was the in-memory stand-in), and the
+    /// settings user SQL had changed on it, which the next connection gets.
+    Parked {
+        file: bool,
+        settings: String,
+    },
     Closed,
 }
 
@@ -53,6 +57,11 @@ impl Object {
         }
     }
 
+    /// The object's id (64 hex digits).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -68,9 +77,10 @@ impl Object {
         match &*state {
             State::Open(f) => return Ok(!f.is_empty_standin()),
             State::Closed => return Err(Error::Closed),
-            State::Parked => {
-                *state = State::Open(Box::new(self.reopen()?));
-                return Ok(true);
+            State::Parked { file, settings } => {
+                let exists = *file;
+                *state = State::Open(Box::new(self.reopen(exists, settings)?));
+                return Ok(exists);
             }
             State::Unopened => {}
         }
@@ -89,44 +99,56 @@ impl Object {
     pub fn with<T>(&self, body: impl FnOnce(&mut ObjectFile) -> T) -> Result<T> {
         self.engine.check_open()?;
         let mut state = self.state.lock();
-        if matches!(&*state, State::Parked) {
-            *state = State::Open(Box::new(self.reopen()?));
+        if let State::Parked { file, settings } = &*state {
+            *state = State::Open(Box::new(self.reopen(*file, settings)?));
         }
         match &mut *state {
             State::Open(f) => Ok(body(f)),
             State::Unopened => Err(Error::internal("an object was used before its load")),
-            State::Parked => Err(Error::internal("an object stayed parked")),
+            State::Parked { .. } => Err(Error::internal("an object stayed parked")),
             State::Closed => Err(Error::Closed),
         }
     }
 
-    /// The parked object's file, opened again (the alarm read as at a load).
-    fn reopen(&self) -> Result<ObjectFile> {
-        let file =
-            ObjectFile::open(&self.path, &self.id, self.engine.durability)?.ok_or_else(|| {
-                Error::Corrupt {
+    /// The parked object's connection, made again: to its file (the alarm
+    /// read as at a load), or a new stand-in; the settings put back.
+    fn reopen(&self, file: bool, settings: &str) -> Result<ObjectFile> {
+        let f = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
+            Some(f) => {
+                f.get_alarm()?;
+                f
+            }
+            None if !file => ObjectFile::empty(&self.path)?,
+            None => {
+                return Err(Error::Corrupt {
                     path: self.path.clone(),
                     detail: "the file of a Durable Object vanished while its object was live"
                         .into(),
-                }
-            })?;
-        file.get_alarm()?;
-        Ok(file)
+                })
+            }
+        };
+        f.restore_settings(settings)?;
+        Ok(f)
     }
 
-    /// Closes the connection of an object that has a file and nothing open
-    /// on it (no transaction), without a checkpoint: no I/O, and the next use
-    /// opens it again (`with`). What bounds the files a host keeps open
-    /// (descriptors and SQLite's memory per connection) whatever the number of
-    /// live objects. False, and nothing done, when it cannot be parked now.
-    /// Syncs in flight are unaffected: each holds its own descriptor of the log.
+    /// Closes the connection of an object with nothing open on it (no
+    /// transaction; a file whose first commit is written, or the stand-in)
+    /// without a checkpoint: no I/O, and the next use makes it again
+    /// (`with`) with the settings user SQL had changed. What bounds the
+    /// files a host keeps open (descriptors and SQLite's memory per
+    /// connection) whatever the number of live objects. False, and nothing
+    /// done, when it cannot be parked now. Syncs in flight are unaffected:
+    /// each holds its own descriptor of the log.
     pub fn park(&self) -> bool {
         let mut state = self.state.lock();
-        match &*state {
-            State::Open(f) if !f.is_empty_standin() && !f.in_transaction() && !f.is_fresh() => {}
+        let (file, settings) = match &*state {
+            State::Open(f) if !f.in_transaction() && !f.is_fresh() => match f.settings() {
+                Ok(settings) => (!f.is_empty_standin(), settings),
+                Err(_) => return false,
+            },
             _ => return false,
-        }
-        if let State::Open(f) = std::mem::replace(&mut *state, State::Parked) {
+        };
+        if let State::Open(f) = std::mem::replace(&mut *state, State::Parked { file, settings }) {
             f.abandon();
         }
         true
@@ -134,7 +156,7 @@ impl Object {
 
     /// Whether the connection is parked.
     pub fn parked(&self) -> bool {
-        matches!(&*self.state.lock(), State::Parked)
+        matches!(&*self.state.lock(), State::Parked { .. })
     }
 
     /// Makes the file if the object has none (the first write): true if it
@@ -142,18 +164,24 @@ impl Object {
     pub fn ensure_file(&self) -> Result<bool> {
         self.engine.check_open()?;
         let mut state = self.state.lock();
-        match &*state {
-            State::Open(f) if f.is_empty_standin() => {}
-            State::Open(_) | State::Parked => return Ok(false),
+        // The stand-in's settings (a PRAGMA run before the first write) carry over to the file.
+        let settings = match &*state {
+            State::Open(f) if f.is_empty_standin() => f.settings()?,
+            State::Parked {
+                file: false,
+                settings,
+            } => settings.clone(),
+            State::Open(_) | State::Parked { .. } => return Ok(false),
             State::Unopened => {
                 return Err(Error::internal("an object was written before its load"))
             }
             State::Closed => return Err(Error::Closed),
-        }
+        };
         let mut file = ObjectFile::create(&self.path, &self.id, self.engine.durability)?;
         if let State::Open(standin) = &*state {
             file.follow(standin);
         }
+        file.restore_settings(&settings)?;
         *state = State::Open(Box::new(file));
         self.engine.counters.created.fetch_add(1, Ordering::Relaxed);
         Ok(true)
@@ -198,10 +226,19 @@ impl Object {
         Ok(())
     }
 
-    /// Checkpoints and closes; later use fails with `Closed`.
+    /// Checkpoints and closes; later use fails with `Closed`. A parked
+    /// object's file is opened to be checkpointed too (on the commit thread
+    /// that closes it), as an open one is: a closed directory's database
+    /// files hold everything committed.
     pub fn close(&self) -> Result<()> {
         match std::mem::replace(&mut *self.state.lock(), State::Closed) {
             State::Open(f) => f.close(),
+            State::Parked { file: true, .. } => {
+                match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
+                    Some(f) => f.close(),
+                    None => Ok(()),
+                }
+            }
             _ => Ok(()),
         }
     }
