@@ -8,6 +8,7 @@
 
 pub mod authorizer;
 pub mod errors;
+mod exec;
 pub mod file;
 mod kv;
 mod stmt;
