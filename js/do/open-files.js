@@ -58,11 +58,6 @@ class OpenFiles {
   forget(actor) {
     this.#open.delete(actor);
   }
-
-  /** Files open now (tests, metrics). */
-  get size() {
-    return this.#open.size;
-  }
 }
 
 module.exports = { OpenFiles };
