@@ -69,6 +69,9 @@ pub enum Op {
     Rebuild {
         workers: Vec<(String, String, Option<i64>)>,
     },
+    /// The catalog's bytes as of its last commit, for a snapshot. Answered
+    /// between transactions, never inside one.
+    Image,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -86,6 +89,7 @@ pub enum Reply {
         alarm_count: i64,
         alarms: Vec<(String, String, i64)>,
     },
+    Image(Vec<u8>),
 }
 
 struct Job {
@@ -243,13 +247,24 @@ fn relabel_lock(e: Error, dir: &Path) -> Error {
     }
 }
 
-fn serve(conn: Connection, path: PathBuf, rx: mpsc::Receiver<Job>, commits: Arc<AtomicU64>) {
+fn serve(mut conn: Connection, path: PathBuf, rx: mpsc::Receiver<Job>, commits: Arc<AtomicU64>) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while let Ok(more) = rx.try_recv() {
             jobs.push(more);
         }
-        run_batch(&conn, &path, jobs, &commits);
+        let (images, jobs): (Vec<Job>, Vec<Job>) =
+            jobs.into_iter().partition(|j| matches!(j.op, Op::Image));
+        if !jobs.is_empty() {
+            run_batch(&conn, &path, jobs, &commits);
+        }
+        for job in images {
+            let image = conn
+                .serialize(rusqlite::MAIN_DB)
+                .map(|bytes| Reply::Image(bytes.to_vec()))
+                .map_err(|e| Error::sqlite("snapshot", &path, e));
+            let _ = job.reply.send(image);
+        }
     }
     // Empties the kept WAL (see `sqlite::persist_wal`) so its frames can never
     // be replayed over a registry file that later replaces this one; a
@@ -426,6 +441,8 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Reply> {
                 .collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(Reply::Ids(ids))
         }
+        // Answered by `serve` outside any transaction.
+        Op::Image => Err(rusqlite::Error::InvalidQuery),
     }
 }
 

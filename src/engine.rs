@@ -15,6 +15,7 @@ use rusqlite::Connection;
 use crate::catalog::{Catalog, Op, Reply};
 use crate::collections::{Schema, Tables};
 use crate::error::{Error, Result};
+use crate::handles::Handles;
 use crate::layout;
 use crate::sqlite::Durability;
 use crate::store::{Batch, Page, WorkerFile};
@@ -54,6 +55,11 @@ pub struct Engine {
     /// A moving average of a log sync's time in µs: `u32::MAX` until one has
     /// been measured, 0 when commits are not synced (`Relaxed`).
     sync_micros: AtomicU32,
+    /// The worker handles alive, for snapshots.
+    pub(crate) handles: Handles,
+    /// Whether a Durable Object's storage has been opened here: their
+    /// connections are not worker handles, and a snapshot refuses them.
+    pub(crate) serves_objects: AtomicBool,
 }
 
 /// Syncs slower than this (on [`Engine::sync_micros`]) are never made on the
@@ -94,6 +100,8 @@ impl Engine {
                 Durability::Full => u32::MAX,
                 Durability::Relaxed => 0,
             }),
+            handles: Handles::default(),
+            serves_objects: AtomicBool::new(false),
         })
     }
 
@@ -152,6 +160,12 @@ impl Engine {
     pub async fn catalog(&self, op: Op) -> Result<Reply> {
         self.check_open()?;
         self.catalog.call(op).await
+    }
+
+    /// [`Engine::catalog`] for a thread outside any async runtime.
+    pub fn catalog_blocking(&self, op: Op) -> Result<Reply> {
+        self.check_open()?;
+        self.catalog.call_blocking(op)
     }
 
     /// Releases the directory. Worker files must be closed first.
@@ -217,7 +231,9 @@ impl Worker {
         self.engine.check_open()?;
         let mut file = self.file.lock();
         match &*file {
-            FileState::Unopened | FileState::Absent => {}
+            FileState::Unopened | FileState::Absent => {
+                self.engine.handles.wait_unpinned(&self.path)
+            }
             // Already loaded by this handle (the caller holds the state).
             FileState::Made | FileState::Open(_) => return Ok(Page::default()),
             FileState::Closed => return Err(Error::Closed),
@@ -248,6 +264,9 @@ impl Worker {
         let mut file = self.file.lock();
         if batch.is_empty() && !matches!(&*file, FileState::Unopened | FileState::Absent) {
             return Ok(());
+        }
+        if !matches!(&*file, FileState::Open(_)) {
+            self.engine.handles.wait_unpinned(&self.path);
         }
         let unsynced = match &mut *file {
             FileState::Open(f) => f.write(&self.schema, batch)?,
@@ -326,6 +345,7 @@ impl Worker {
             {
                 f.abandon();
             }
+            self.engine.handles.forget(self);
             // The sync's error is the one to report; a failed cut adds nothing.
             let _ = unsynced.discard(&self.path);
             return Err(e);
@@ -380,6 +400,7 @@ impl Worker {
         if matches!(&*file, FileState::Made)
             || (matches!(&*file, FileState::Unopened) && self.path.exists())
         {
+            self.engine.handles.wait_unpinned(&self.path);
             let f = WorkerFile::attach(&self.path, &self.class, &self.id, self.engine.durability)?;
             *file = FileState::Open(Box::new(f));
         }
@@ -435,6 +456,7 @@ impl Worker {
     /// Closes the file; later operations fail with `Closed`.
     pub fn close(&self) -> Result<()> {
         let prev = std::mem::replace(&mut *self.file.lock(), FileState::Closed);
+        self.engine.handles.forget(self);
         match prev {
             FileState::Open(f) => f.close(),
             _ => Ok(()),
@@ -453,13 +475,33 @@ impl Worker {
             return false;
         }
         *file = FileState::Closed;
+        drop(file);
+        self.engine.handles.forget(self);
         true
     }
 
     /// Closes and removes the file; true if there was one.
     pub fn remove_file(&self) -> Result<bool> {
         self.close()?;
+        self.engine.handles.wait_unpinned(&self.path);
         crate::files::remove_files(&self.path)
+    }
+
+    /// Hands `copy` this worker's file as of its last commit, holding the
+    /// file meanwhile so that no commit runs; see [`crate::backup`].
+    pub(crate) fn with_image<T>(
+        &self,
+        copy: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<crate::backup::Image<T>> {
+        use crate::backup::Image;
+        let mut file = self.file.lock();
+        match &mut *file {
+            FileState::Open(f) => f.with_image(copy).map(Image::Copied),
+            FileState::Closed => Ok(Image::Closed),
+            FileState::Unopened | FileState::Absent | FileState::Made => {
+                crate::backup::closed_image(&self.path, self.engine.durability, copy)
+            }
+        }
     }
 
     pub fn register_op(&self) -> Op {

@@ -43,6 +43,9 @@ pub enum Error {
     /// a value it should have checked first): a bug in the package, not the
     /// disk's doing nor the user's.
     Internal { detail: String },
+    /// A snapshot or restore that cannot be made as asked (a target that is
+    /// not empty, a host it cannot copy, a damaged file).
+    Backup { detail: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -58,6 +61,7 @@ impl Error {
             Error::Name { .. } => "ERR_DURABLE_NAME",
             Error::Format { .. } => "ERR_DURABLE_STATE_FORMAT",
             Error::Internal { .. } => "ERR_DURABLE_INTERNAL",
+            Error::Backup { .. } => "ERR_DURABLE_BACKUP",
         }
     }
 
@@ -121,6 +125,7 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Internal { detail } => write!(f, "internal error: {detail}"),
+            Error::Backup { detail } => write!(f, "{detail}"),
         }
     }
 }

@@ -86,7 +86,7 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
 /// [`layout::DIR_MODE`] (the umask can only take more away); the ones that
 /// exist are left as they are.
 #[cfg(unix)]
-fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
@@ -96,7 +96,7 @@ fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
 
 /// Windows has no modes: a new directory inherits its parent's ACL.
 #[cfg(not(unix))]
-fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
     fs::create_dir_all(dir)
 }
 

@@ -24,6 +24,7 @@
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
+pub mod backup;
 pub mod cache;
 pub mod catalog;
 pub mod collections;
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod error;
 pub mod evict;
 pub mod files;
+pub mod handles;
 pub mod layout;
 pub mod napi;
 pub mod object;

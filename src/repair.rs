@@ -19,7 +19,7 @@ use crate::sqlite::Durability;
 use crate::store::{Identity, WorkerFile};
 
 /// The catalog class of a Durable Object class is `do.<ClassName>` (`js/do/`).
-const OBJECT_CLASS_PREFIX: &str = "do.";
+pub(crate) const OBJECT_CLASS_PREFIX: &str = "do.";
 
 /// What a rebuild found.
 #[derive(Debug, Default)]

@@ -25,6 +25,8 @@ const codes = Object.freeze({
   CONTROL: 'ERR_DURABLE_CONTROL',
   /** A Wrangler config the Durable Object host cannot run: a syntax error, an unsupported binding or migration, a class with no migration. */
   CONFIG: 'ERR_DURABLE_CONFIG',
+  /** A snapshot or restore that cannot be made as asked: a target that is not empty, an incomplete or damaged snapshot, a worker it could not copy. */
+  BACKUP: 'ERR_DURABLE_BACKUP',
   /** A failure inside the package itself (a broken contract between JS and the native core, a panic): a bug to report, never the disk. */
   INTERNAL: 'ERR_DURABLE_INTERNAL',
 });

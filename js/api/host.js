@@ -19,6 +19,7 @@ const { RemoteWorker } = require('../shards/remote');
 const { shardRouter } = require('../shards/host-router');
 const { Bindings } = require('./bindings');
 const { pageIds } = require('./ids');
+const { takeSnapshot } = require('../tools/backup');
 const channels = require('../observe/channels');
 const { Observer } = require('../observe/observer');
 const { alarmRanOnShard } = require('../observe/trace');
@@ -154,21 +155,18 @@ class Host extends EventEmitter {
     this.#checkOpen();
     const binding = this.#bind(Class);
     checkWorkerId(binding.name, id);
-    const key = keyOf(binding.name, id);
-    for (;;) {
-      const w = this.#live.get(key);
-      if (w === undefined) break;
-      if (isWorker(w) && w.closed === null) {
-        const existed = w.close(null, { destroy: true });
-        existed.then(
-          () => this.#live.drop(w),
-          () => this.#live.drop(w),
-        );
-        return existed;
-      }
-      await w.closed.catch(() => {});
-    }
-    return this.#live.destroyDormant(key, this.#native.worker(binding.name, id), label(binding.name, id));
+    return this.#live.destroy(keyOf(binding.name, id), () => this.#native.worker(binding.name, id), label(binding.name, id));
+  }
+
+  /**
+   * Copies every worker file and the catalog into `dest`, a new or empty
+   * directory, while calls go on (docs/backups.md).
+   * @param {string} dest
+   * @returns {Promise<import('../tools/backup').SnapshotReport>}
+   */
+  backup(dest) {
+    this.#checkOpen();
+    return takeSnapshot(this.#native, this.#options.dir, dest);
   }
 
   /**

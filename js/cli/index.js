@@ -7,11 +7,13 @@
 // directory, 3 a process owns it (ERR_DURABLE_LOCKED) and 4 it is not one.
 // One command a line, so adding one is a one-line change.
 const COMMANDS = [
+  require('./backup'),
   require('./build-addon'),
   require('./conformance'),
   require('./inspect'),
   require('./peek'),
   require('./repair'),
+  require('./restore'),
   require('./serve'),
   require('./shop'),
   require('./top'),

@@ -3,10 +3,11 @@
 // features extend with `register` (a backup operation will). Each is
 // `(host, params) => result`, its result sent as JSON.
 //
-// This file registers only read-only operations: nothing a client sends can
-// change the directory, a worker or the host. An operation that writes must
-// say so in its name and its docs when it comes, because the socket's only
-// access check is the file modes that make it this user's (socket-path.js).
+// Nothing a client sends can change the directory, a worker or the host:
+// every operation here reads, and the one that writes (`backup`) writes only
+// into a new or empty directory outside the served one, which it names. The
+// socket's only access check is the file modes that make it this user's
+// (socket-path.js), so it can write nowhere that user could not.
 const path = require('node:path');
 const { DurableError, codes } = require('../api/errors');
 const { CONTROL_VIEW } = require('../api/host');
@@ -81,5 +82,17 @@ register('metrics', (host) => host.metrics());
  * (see top-snapshot.js).
  */
 register('top', (host, params) => topSnapshot(host, { workers: count(params, 'workers', 10, 1000), alarms: count(params, 'alarms', 5, 1000) }));
+
+// --- the operation that writes elsewhere -------------------------------------
+
+/**
+ * `backup { dest }`: host.backup(dest), a snapshot into `dest`, an absolute
+ * path to a new or empty directory outside the served one.
+ */
+register('backup', (host, params) => {
+  const dest = params.dest;
+  if (typeof dest !== 'string' || !path.isAbsolute(dest)) throw new DurableError(codes.CONTROL, `params.dest must be an absolute path, got ${JSON.stringify(dest)}`);
+  return host.backup(dest);
+});
 
 module.exports = { register, names, dispatch };

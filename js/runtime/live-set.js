@@ -8,6 +8,7 @@
 // A key maps to a worker, or to a tombstone `{ closed }` while its file is
 // being deleted; whoever finds one that is closing waits for `closed`.
 const { fromNative } = require('../api/errors');
+const { QueuedWorker } = require('./queued-worker');
 
 class LiveSet {
   #native;
@@ -61,11 +62,35 @@ class LiveSet {
   }
 
   /**
+   * Deletes the worker under `key`: closed without stop() if it is
+   * materialized (a worker closing already is waited for), then its file and
+   * catalog entry go.
+   * @param {() => object} dormant its native handle, made only when it is not materialized
+   * @returns {Promise<boolean>} false if it never existed
+   */
+  async destroy(key, dormant, who) {
+    for (;;) {
+      const w = this.#byKey.get(key);
+      if (w === undefined) break;
+      if (w instanceof QueuedWorker && w.closed === null) {
+        const existed = w.close(null, { destroy: true });
+        existed.then(
+          () => this.drop(w),
+          () => this.drop(w),
+        );
+        return existed;
+      }
+      await w.closed.catch(() => {});
+    }
+    return this.#destroyDormant(key, dormant(), who);
+  }
+
+  /**
    * Deletes a worker that is not materialized: its file and catalog entry go
    * (`native.destroy()`), while a tomb under its key makes calls wait for it.
    * @returns {Promise<boolean>} false if it never existed
    */
-  async destroyDormant(key, native, who) {
+  async #destroyDormant(key, native, who) {
     const tomb = { closed: native.destroy() };
     this.setTomb(key, tomb);
     try {

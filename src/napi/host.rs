@@ -62,7 +62,7 @@ impl NativeHost {
 /// An open durable directory.
 #[napi]
 pub struct NativeHost {
-    engine: Arc<Engine>,
+    pub(super) engine: Arc<Engine>,
     live: Mutex<LiveSet>,
     io: Arc<Io>,
 }
@@ -140,8 +140,10 @@ impl NativeHost {
     /// A handle on one worker's storage. Does no I/O.
     #[napi]
     pub fn worker(&self, class_name: String, id: String) -> NativeWorker {
+        let inner = Arc::new(Worker::new(self.engine.clone(), class_name, id));
+        self.engine.handles.insert(&inner);
         NativeWorker {
-            inner: Arc::new(Worker::new(self.engine.clone(), class_name, id)),
+            inner,
             io: self.io.clone(),
         }
     }
@@ -149,6 +151,9 @@ impl NativeHost {
     /// A handle on one Durable Object's storage. Does no I/O.
     #[napi]
     pub fn object(&self, class_name: String, id: String) -> NativeObject {
+        self.engine
+            .serves_objects
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         NativeObject {
             inner: Arc::new(crate::object::Object::new(
                 self.engine.clone(),

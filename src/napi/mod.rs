@@ -7,8 +7,9 @@
 //! directory (`NativeHost`) and the commit threads' way back, [`worker`] one
 //! worker's storage (`NativeWorker`), [`object`] one Durable Object's
 //! (`NativeObject`), [`query`] a collection read (on the JS
-//! thread, or the libuv pool when a commit holds the file), [`repair`] rebuilding a catalog.
+//! thread, or the libuv pool when a commit holds the file), [`repair`] rebuilding a catalog, [`backup`] snapshots and restores.
 
+pub mod backup;
 pub mod dto;
 pub mod host;
 pub mod object;

@@ -1,0 +1,407 @@
+//! Snapshots of a durable directory, taken while it serves, and their restore.
+//!
+//! A snapshot is a directory laid out as a durable one: the catalog and every
+//! worker file at the path it has there, each a whole database file as of one
+//! of its commits. The manifest that lists them (with each file's size and
+//! BLAKE3 hash) and marks the snapshot complete is written last, by
+//! `js/tools/backup.js`.
+//!
+//! Each file is consistent on its own; the snapshot is not one instant across
+//! workers. A worker with a handle is copied through it, holding its file for
+//! the copy (its commits wait; its calls do not, until one needs a commit);
+//! one without is copied from the disk with its path pinned (see
+//! [`crate::handles`]). Copies are not synced one by one: one `syncfs` at the
+//! end makes them all durable before the manifest is written (Linux; each file
+//! and directory is synced elsewhere).
+//!
+//! A restore checks every file against the manifest and with SQLite's
+//! `integrity_check`, and reads who it belongs to; a file that fails is left
+//! out and named, and the rest are restored. The catalog is rebuilt from the
+//! restored files, as `repair` would.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::catalog::{Op, Reply};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::files;
+use crate::handles::Claim;
+use crate::layout::{self, REGISTRY_FILE};
+use crate::sqlite::{self, Durability};
+use crate::store::WorkerFile;
+
+/// Files copied or checked at once.
+const THREADS: usize = 4;
+
+/// Each copy is synced by itself where there is no `syncfs`.
+const SYNC_EACH: bool = !cfg!(target_os = "linux");
+
+/// What copying one worker's file through its handle found.
+pub enum Image<T> {
+    Copied(T),
+    /// The worker has no file (it was only read, or it was deleted).
+    NoFile,
+    /// The handle closed before the copy; the file's current handle, if any, has it.
+    Closed,
+}
+
+/// One file of a snapshot: its path inside it (`/`-separated), size and hash.
+pub struct Copied {
+    pub file: String,
+    pub size: u64,
+    pub hash: String,
+}
+
+/// What a snapshot or a restore did: the files it wrote, and those it could
+/// not, each with the reason.
+#[derive(Default)]
+pub struct Report {
+    pub files: Vec<Copied>,
+    pub failed: Failed,
+}
+
+/// Copies `engine`'s directory into `dest`, which must not exist or be empty.
+pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
+    engine.check_open()?;
+    if engine.serves_objects.load(Ordering::Relaxed) {
+        return Err(Error::Backup {
+            detail:
+                "this host serves Durable Objects, whose connections a snapshot cannot hold yet; \
+                     stop it and run `durable-workers backup` on the directory"
+                    .into(),
+        });
+    }
+    ensure_empty(dest)?;
+    let names = worker_files(engine.dir());
+    let catalog = match engine.catalog_blocking(Op::Image)? {
+        Reply::Image(bytes) => bytes,
+        _ => {
+            return Err(Error::internal(
+                "the catalog answered a snapshot with no image",
+            ))
+        }
+    };
+    let mut report = Report::default();
+    report.files.push(write_out(
+        &dest.join(REGISTRY_FILE),
+        REGISTRY_FILE,
+        &catalog,
+    )?);
+    let copied = in_parallel(&names, |name: &String| {
+        let src = engine.dir().join(name);
+        let dst = dest.join(name);
+        copy_worker(engine, &src, |bytes| write_out(&dst, name, bytes))
+    });
+    for (name, out) in names.iter().zip(copied) {
+        match out {
+            Ok(Some(c)) => report.files.push(c),
+            Ok(None) => {}
+            Err(e) => report.failed.push((name.clone(), e.to_string())),
+        }
+    }
+    sync_tree(dest)?;
+    Ok(report)
+}
+
+/// Copies the file at `src` through `copy`: through its handle if one is
+/// alive, or with the path pinned. `None` when there is no file.
+fn copy_worker<T>(
+    engine: &Engine,
+    src: &Path,
+    copy: impl Fn(&[u8]) -> Result<T>,
+) -> Result<Option<T>> {
+    loop {
+        match engine.handles.claim(src) {
+            Claim::Handle(worker) => match worker.with_image(&copy)? {
+                Image::Copied(out) => return Ok(Some(out)),
+                Image::NoFile => return Ok(None),
+                // Closing now; it leaves the map as soon as it has closed.
+                Image::Closed => std::thread::yield_now(),
+            },
+            Claim::Pinned(_pin) => {
+                return match closed_image(src, engine.durability, &copy)? {
+                    Image::Copied(out) => Ok(Some(out)),
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+}
+
+/// Hands `copy` the bytes of a worker file no connection holds.
+pub(crate) fn closed_image<T>(
+    path: &Path,
+    durability: Durability,
+    copy: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<Image<T>> {
+    let [wal, ..] = layout::sidecars(path);
+    // A log with frames (a crash before the checkpoint at close): read
+    // through SQLite, which applies them. An empty one is the norm.
+    if fs::metadata(&wal).is_ok_and(|m| m.len() > 0) && path.exists() {
+        return WorkerFile::with_image_of(path, durability, copy).map(Image::Copied);
+    }
+    match fs::read(path) {
+        Ok(bytes) => copy(&bytes).map(Image::Copied),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Image::NoFile),
+        Err(e) => Err(Error::io(format!("read {}", path.display()), e)),
+    }
+}
+
+/// Writes one file of a snapshot or restore and says what it holds.
+fn write_out(dst: &Path, name: &str, bytes: &[u8]) -> Result<Copied> {
+    if let Some(parent) = dst.parent() {
+        files::create_private_dirs(parent)
+            .map_err(|e| Error::io(format!("create {}", parent.display()), e))?;
+    }
+    files::write_file(dst, bytes, SYNC_EACH)
+        .map_err(|e| Error::io(format!("write {}", dst.display()), e))?;
+    Ok(Copied {
+        file: name.to_string(),
+        size: bytes.len() as u64,
+        hash: blake3::hash(bytes).to_hex().to_string(),
+    })
+}
+
+/// The worker files under `dir`, as `class/xx/hash.db`, sorted.
+fn worker_files(dir: &Path) -> Vec<String> {
+    let entries = |d: &Path| -> Vec<(String, PathBuf, bool)> {
+        fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let is_dir = e.file_type().ok()?.is_dir();
+                Some((e.file_name().into_string().ok()?, e.path(), is_dir))
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (class, class_dir, is_dir) in entries(dir) {
+        if !is_dir {
+            continue;
+        }
+        for (shard, shard_dir, is_dir) in entries(&class_dir) {
+            if !is_dir {
+                continue;
+            }
+            for (name, _, is_dir) in entries(&shard_dir) {
+                if !is_dir && worker_file_name(&shard, &name) {
+                    out.push(format!("{class}/{shard}/{name}"));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `xx` and `<64 hex digits>.db`, the first two digits `xx` ([`layout::worker_path`]).
+fn worker_file_name(shard: &str, name: &str) -> bool {
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    name.len() == 67
+        && name.ends_with(".db")
+        && hex(&name[..64])
+        && shard.len() == 2
+        && name.starts_with(shard)
+}
+
+/// Whether `rel` is a path this module writes: the catalog, or a worker file
+/// under its class; never one that leaves the directory.
+fn valid_name(rel: &str) -> bool {
+    if rel == REGISTRY_FILE {
+        return true;
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    let [class, shard, name] = parts[..] else {
+        return false;
+    };
+    let plain = Path::new(class)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    plain && !class.is_empty() && !class.contains('\\') && worker_file_name(shard, name)
+}
+
+/// Runs `f` over `items` on up to [`THREADS`] threads; results in order.
+fn in_parallel<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..THREADS.min(items.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                out.lock()[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner().into_iter().flatten().collect()
+}
+
+/// Refuses a target that holds anything; makes it if it does not exist.
+fn ensure_empty(dir: &Path) -> Result<()> {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::Backup {
+                    detail: format!(
+                        "{} is not empty; a snapshot or restore goes into a new or empty directory",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(Error::Backup {
+                detail: format!("{} is a file, not a directory", dir.display()),
+            })
+        }
+        Err(e) => return Err(Error::io(format!("read {}", dir.display()), e)),
+    }
+    files::create_dirs_synced(dir)
+}
+
+/// Makes every file written under `dir` durable.
+#[cfg(target_os = "linux")]
+fn sync_tree(dir: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = fs::File::open(dir).map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
+    // SAFETY: a valid descriptor, open for the call's whole length.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(Error::io(
+            format!("sync the file system of {}", dir.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Each file was synced as it was written; the directories remain.
+#[cfg(not(target_os = "linux"))]
+fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("read {}", dir.display()), e))?
+        .flatten()
+    {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            sync_tree(&entry.path())?;
+        }
+    }
+    files::sync_dir(dir)
+}
+
+/// Files that could not be copied or restored, each with the reason.
+pub type Failed = Vec<(String, String)>;
+
+/// A restored worker: its file and who it holds.
+pub struct Restored {
+    pub file: String,
+    pub class: String,
+    pub id: String,
+}
+
+/// Restores the listed files (`(path, hash)`, as a manifest names them) of
+/// the snapshot at `from` into `to`, which must not exist or be empty, then
+/// builds its catalog from them. The catalog file itself is never restored.
+pub fn restore(
+    from: &Path,
+    to: &Path,
+    files: &[(String, String)],
+    durability: Durability,
+) -> Result<(Vec<Restored>, Failed)> {
+    ensure_empty(to)?;
+    let wanted: Vec<&(String, String)> = files.iter().filter(|(f, _)| f != REGISTRY_FILE).collect();
+    let results = in_parallel(&wanted, |(name, hash)| {
+        restore_one(from, to, name, hash, durability)
+    });
+    let mut restored = Vec::new();
+    let mut failed = Vec::new();
+    for ((name, _), r) in wanted.into_iter().zip(results) {
+        match r {
+            Ok(who) => restored.push(who),
+            Err(e) => failed.push((name.clone(), e.to_string())),
+        }
+    }
+    sync_tree(to)?;
+    // A catalog made beside worker files is rebuilt from them at open.
+    let engine = Engine::open(to, durability)?;
+    engine.close();
+    Ok((restored, failed))
+}
+
+fn restore_one(
+    from: &Path,
+    to: &Path,
+    name: &str,
+    hash: &str,
+    durability: Durability,
+) -> Result<Restored> {
+    let damaged = |detail: String| Error::Backup { detail };
+    if !valid_name(name) {
+        return Err(damaged(format!("{name:?} is not a worker file's path")));
+    }
+    let src = from.join(name);
+    let bytes = fs::read(&src).map_err(|e| Error::io(format!("read {}", src.display()), e))?;
+    if blake3::hash(&bytes).to_hex().as_str() != hash {
+        return Err(damaged(format!(
+            "{} does not match the manifest's hash: the snapshot is damaged",
+            src.display()
+        )));
+    }
+    let dst = to.join(name);
+    write_out(&dst, name, &bytes)?;
+    let checked = check(&dst, name, durability);
+    if checked.is_err() {
+        let _ = files::remove_files(&dst);
+    }
+    checked
+}
+
+/// Checks a restored file whole, and reads whose it is.
+fn check(path: &Path, name: &str, durability: Durability) -> Result<Restored> {
+    let conn = sqlite::open(path, false)?;
+    let verdict: String = conn
+        .query_row("PRAGMA locking_mode=EXCLUSIVE", [], |_| Ok(()))
+        .and_then(|()| conn.query_row("PRAGMA integrity_check(1)", [], |r| r.get(0)))
+        .map_err(|e| Error::sqlite("integrity_check", path, e))?;
+    drop(conn);
+    if verdict != "ok" {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("integrity_check: {verdict}"),
+        });
+    }
+    let class = name.split('/').next().unwrap_or_default();
+    if class.starts_with(crate::repair::OBJECT_CLASS_PREFIX) {
+        // A Durable Object's file names no class: its id is in its metadata.
+        return Ok(Restored {
+            file: name.to_string(),
+            class: class.to_string(),
+            id: String::new(),
+        });
+    }
+    let who = WorkerFile::identity(path, durability)?;
+    let root = path
+        .ancestors()
+        .nth(3)
+        .ok_or_else(|| Error::internal("a restored file outside its directory"))?;
+    if who.class != class || layout::worker_path(root, &who.class, &who.id) != path {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!(
+                "it holds {}:{}, whose file lives elsewhere",
+                who.class, who.id
+            ),
+        });
+    }
+    Ok(Restored {
+        file: name.to_string(),
+        class: who.class,
+        id: who.id,
+    })
+}

@@ -1,0 +1,126 @@
+//! Which worker files this process holds a handle on, so that a snapshot can
+//! copy every file while the workers go on: through the handle's lock when a
+//! worker has one, and with the file pinned when none does.
+//!
+//! A worker file may be written by one connection at a time, and only through
+//! its [`Worker`] handle, whose file lock each commit holds. A snapshot of a
+//! file with a handle takes that lock for the copy. A file with no handle is
+//! copied from the disk with its path pinned: a handle made meanwhile waits,
+//! before it first touches the file (load, create, attach), until the pin is
+//! gone. Registering a handle and pinning a path happen under one lock, so
+//! either the snapshot sees the handle or the handle sees the pin.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::engine::Worker;
+
+type Key = [u8; 32];
+
+fn key(path: &Path) -> Key {
+    *blake3::hash(path.to_string_lossy().as_bytes()).as_bytes()
+}
+
+#[derive(Default)]
+struct Inner {
+    live: HashMap<Key, Weak<Worker>>,
+    pinned: HashSet<Key>,
+    /// `live`'s size after its last sweep of dropped handles.
+    swept: usize,
+}
+
+#[derive(Default)]
+pub struct Handles {
+    inner: Mutex<Inner>,
+    /// Paths pinned now; read without the lock on every first touch.
+    pins: AtomicUsize,
+    unpinned: Condvar,
+}
+
+/// What [`Handles::claim`] found for a path.
+pub enum Claim<'a> {
+    /// A handle exists: copy under its file lock.
+    Handle(Arc<Worker>),
+    /// None does: the path is pinned until this is dropped.
+    Pinned(Pin<'a>),
+}
+
+pub struct Pin<'a> {
+    handles: &'a Handles,
+    key: Key,
+}
+
+impl Drop for Pin<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.handles.inner.lock();
+        inner.pinned.remove(&self.key);
+        self.handles.pins.fetch_sub(1, Ordering::SeqCst);
+        drop(inner);
+        self.handles.unpinned.notify_all();
+    }
+}
+
+impl Handles {
+    /// Records `worker` as the handle on its file (replacing a closed one).
+    pub fn insert(&self, worker: &Arc<Worker>) {
+        let mut inner = self.inner.lock();
+        inner
+            .live
+            .insert(key(worker.path()), Arc::downgrade(worker));
+        // Dropped handles are swept once the map has doubled since the last
+        // sweep, so its size stays within twice the handles alive.
+        if inner.live.len() > 2 * inner.swept + 64 {
+            inner.live.retain(|_, w| w.strong_count() > 0);
+            inner.swept = inner.live.len();
+        }
+    }
+
+    /// Waits while a snapshot copies `path` without a handle. Called by a
+    /// handle before it first opens, creates or attaches its file.
+    pub fn wait_unpinned(&self, path: &Path) {
+        if self.pins.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let k = key(path);
+        let mut inner = self.inner.lock();
+        while inner.pinned.contains(&k) {
+            self.unpinned.wait(&mut inner);
+        }
+    }
+
+    /// The handle on `path`, or a pin on it when there is none alive.
+    pub fn claim(&self, path: &Path) -> Claim<'_> {
+        let k = key(path);
+        let mut inner = self.inner.lock();
+        if let Some(worker) = inner.live.get(&k).and_then(Weak::upgrade) {
+            return Claim::Handle(worker);
+        }
+        // A second snapshot of the same path waits for the first.
+        while inner.pinned.contains(&k) {
+            self.unpinned.wait(&mut inner);
+        }
+        inner.pinned.insert(k);
+        self.pins.fetch_add(1, Ordering::SeqCst);
+        Claim::Pinned(Pin {
+            handles: self,
+            key: k,
+        })
+    }
+
+    /// Forgets `worker` if it is still the handle on its file (it closed).
+    pub fn forget(&self, worker: &Worker) {
+        let k = key(worker.path());
+        let mut inner = self.inner.lock();
+        if inner
+            .live
+            .get(&k)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), worker))
+        {
+            inner.live.remove(&k);
+        }
+    }
+}
