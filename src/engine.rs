@@ -455,12 +455,16 @@ impl Worker {
 
     /// Closes the file; later operations fail with `Closed`.
     pub fn close(&self) -> Result<()> {
-        let prev = std::mem::replace(&mut *self.file.lock(), FileState::Closed);
-        self.engine.handles.forget(self);
-        match prev {
+        let mut file = self.file.lock();
+        let out = match std::mem::replace(&mut *file, FileState::Closed) {
             FileState::Open(f) => f.close(),
             _ => Ok(()),
-        }
+        };
+        drop(file);
+        // Only once its connection is gone may a snapshot open the file
+        // without a handle.
+        self.engine.handles.forget(self);
+        out
     }
 
     /// [`Worker::close`] on the calling thread when the worker holds no
