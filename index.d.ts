@@ -55,6 +55,53 @@ export interface ShardLostEvent {
 /** Opens (creating if needed) a durable directory and takes ownership of it. */
 export function open(options: OpenOptions): Promise<Host>;
 
+/** What {@link Host.backup} copied. */
+export interface SnapshotReport {
+  /** The snapshot's directory, absolute. */
+  dest: string;
+  /** Worker files copied. */
+  workers: number;
+  /** Bytes copied, the catalog included. */
+  bytes: number;
+  /** When the copy began (epoch ms). */
+  takenAt: number;
+  /** How long it took (ms). */
+  ms: number;
+}
+
+/** What {@link restore} restored, and what it left out. */
+export interface RestoreReport {
+  /** The restored directory, absolute. */
+  dir: string;
+  /** The workers restored (`id` is empty for a Durable Object's file). */
+  workers: { class: string; id: string; file: string }[];
+  /** Files that failed their hash or integrity check, or named a path outside the directory, and why. */
+  failed: { file: string; reason: string }[];
+  /** When the snapshot was taken (epoch ms). */
+  takenAt: number;
+}
+
+/**
+ * Makes `to` (new or empty) a durable directory holding the workers of the
+ * snapshot in `from` ({@link Host.backup}, `durable-workers backup`), and
+ * builds its catalog from them. A file that fails its hash or SQLite's
+ * integrity check is left out and named in `failed`; the rest are restored.
+ * Rejects with `ERR_DURABLE_BACKUP` for a target that is not empty, a
+ * snapshot without its manifest, a worker in `only` it does not hold, or an
+ * `at` before the snapshot was finished.
+ */
+export function restore(
+  from: string,
+  to: string,
+  options?: {
+    /** `Class/id` names: restore only these workers. */
+    only?: string[];
+    /** Epoch ms: the moment wanted; a snapshot restores only the one it holds. */
+    at?: number;
+    durability?: 'full' | 'relaxed';
+  },
+): Promise<RestoreReport>;
+
 /** Stable codes carried by every {@link DurableError}. */
 export type DurableErrorCode =
   | 'ERR_DURABLE_LOCKED'
@@ -75,6 +122,7 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_NO_ADDON'
   | 'ERR_DURABLE_CONTROL'
   | 'ERR_DURABLE_CONFIG'
+  | 'ERR_DURABLE_BACKUP'
   | 'ERR_DURABLE_INTERNAL';
 
 /** The codes, by short name. */
@@ -97,6 +145,7 @@ export const codes: Readonly<{
   NO_ADDON: 'ERR_DURABLE_NO_ADDON';
   CONTROL: 'ERR_DURABLE_CONTROL';
   CONFIG: 'ERR_DURABLE_CONFIG';
+  BACKUP: 'ERR_DURABLE_BACKUP';
   INTERNAL: 'ERR_DURABLE_INTERNAL';
 }>;
 
@@ -420,6 +469,15 @@ export interface Host extends EventEmitter {
    */
   startAlarms(options: { classes: WorkerClass[] }): Promise<{ stop(): Promise<void> }>;
   stats(): HostStats;
+  /**
+   * Copies every worker file and the catalog into `dest`, a new or empty
+   * directory outside this one, while calls go on: each file as of one of its
+   * commits (every commit acknowledged before the call is in it), not all of
+   * them at one instant. Writes `dest/backup.json` last. Rejects with
+   * `ERR_DURABLE_BACKUP` (nothing is left that restores as whole) when `dest`
+   * is not empty or a file cannot be copied. See docs/backups.md.
+   */
+  backup(dest: string): Promise<SnapshotReport>;
   /**
    * The host's metrics in the Prometheus text exposition format (0.0.4):
    * calls, latencies, refusals, commits, syncs, bytes, alarms, evictions,

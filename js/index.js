@@ -35,4 +35,10 @@ async function open(options) {
   return host;
 }
 
-module.exports = { open, DurableWorker, DurableError, codes };
+/**
+ * Restores a snapshot into a new or empty directory (js/tools/backup.js).
+ * @type {typeof import('../index').restore}
+ */
+const restore = (from, to, options) => require('./tools/backup').restore(from, to, options);
+
+module.exports = { open, restore, DurableWorker, DurableError, codes };

@@ -25,17 +25,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::catalog::{Op, Reply};
+use rusqlite::OptionalExtension;
+
+use crate::catalog::{Catalog, Op, Reply};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::handles::Claim;
 use crate::layout::{self, REGISTRY_FILE};
+use crate::object::file::ObjectFile;
 use crate::sqlite::{self, Durability};
 use crate::store::WorkerFile;
 
 /// Files copied or checked at once.
 const THREADS: usize = 4;
+
+/// The copy threads' nice value (Linux).
+#[cfg(target_os = "linux")]
+const COPY_NICE: libc::c_int = 10;
 
 /// Each copy is synced by itself where there is no `syncfs`.
 const SYNC_EACH: bool = !cfg!(target_os = "linux");
@@ -231,16 +238,34 @@ fn in_parallel<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec
     let out: Mutex<Vec<Option<T>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..THREADS.min(items.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let r = f(item);
-                out.lock()[i] = Some(r);
+            s.spawn(|| {
+                yield_cpu();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
+                    out.lock()[i] = Some(r);
+                }
             });
         }
     });
     out.into_inner().into_iter().flatten().collect()
 }
+
+/// Lowers the calling thread's CPU priority: a copy runs beside the host's
+/// own threads (its JS thread, the commit threads) and should yield to them.
+#[cfg(target_os = "linux")]
+fn yield_cpu() {
+    // SAFETY: plain system calls on the calling thread; a failure only
+    // leaves its priority as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, COPY_NICE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn yield_cpu() {}
 
 /// Refuses a target that holds anything; makes it if it does not exist.
 fn ensure_empty(dir: &Path) -> Result<()> {
@@ -298,11 +323,14 @@ fn sync_tree(dir: &Path) -> Result<()> {
 /// Files that could not be copied or restored, each with the reason.
 pub type Failed = Vec<(String, String)>;
 
-/// A restored worker: its file and who it holds.
+/// A restored worker: its file and who it holds (a Durable Object's id only
+/// when it has an alarm, which keeps the id beside it).
 pub struct Restored {
     pub file: String,
     pub class: String,
     pub id: String,
+    /// Its catalog entry: `Some` for a worker, and for an object with an alarm.
+    indexed: Option<Option<i64>>,
 }
 
 /// Restores the listed files (`(path, hash)`, as a manifest names them) of
@@ -328,9 +356,15 @@ pub fn restore(
         }
     }
     sync_tree(to)?;
-    // A catalog made beside worker files is rebuilt from them at open.
-    let engine = Engine::open(to, durability)?;
-    engine.close();
+    // Made beside the files, the catalog owes a rebuild, which this is: one
+    // transaction from what the checks read, not a second scan of the files.
+    let catalog = Catalog::open(to, durability)?;
+    let workers = restored
+        .iter()
+        .filter_map(|r| Some((r.class.clone(), r.id.clone(), r.indexed?)))
+        .collect();
+    catalog.call_blocking(Op::Rebuild { workers })?;
+    catalog.close();
     Ok((restored, failed))
 }
 
@@ -355,53 +389,67 @@ fn restore_one(
     }
     let dst = to.join(name);
     write_out(&dst, name, &bytes)?;
-    let checked = check(&dst, name, durability);
+    let checked = check(to, &dst, name, durability);
     if checked.is_err() {
         let _ = files::remove_files(&dst);
     }
     checked
 }
 
-/// Checks a restored file whole, and reads whose it is.
-fn check(path: &Path, name: &str, durability: Durability) -> Result<Restored> {
+/// Checks a restored file whole, and reads whose it is, on one connection.
+fn check(root: &Path, path: &Path, name: &str, durability: Durability) -> Result<Restored> {
+    let class = name.split('/').next().unwrap_or_default().to_string();
     let conn = sqlite::open(path, false)?;
+    let ctx = |e| Error::sqlite("check", path, e);
+    conn.query_row("PRAGMA locking_mode=EXCLUSIVE", [], |_| Ok(()))
+        .map_err(ctx)?;
     let verdict: String = conn
-        .query_row("PRAGMA locking_mode=EXCLUSIVE", [], |_| Ok(()))
-        .and_then(|()| conn.query_row("PRAGMA integrity_check(1)", [], |r| r.get(0)))
-        .map_err(|e| Error::sqlite("integrity_check", path, e))?;
-    drop(conn);
+        .query_row("PRAGMA integrity_check(1)", [], |r| r.get(0))
+        .map_err(ctx)?;
     if verdict != "ok" {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
             detail: format!("integrity_check: {verdict}"),
         });
     }
-    let class = name.split('/').next().unwrap_or_default();
     if class.starts_with(crate::repair::OBJECT_CLASS_PREFIX) {
-        // A Durable Object's file names no class: its id is in its metadata.
+        drop(conn);
+        let found = ObjectFile::indexed_alarm(path, durability)?;
         return Ok(Restored {
             file: name.to_string(),
-            class: class.to_string(),
-            id: String::new(),
+            class,
+            id: found.as_ref().map(|(id, _)| id.clone()).unwrap_or_default(),
+            indexed: found.map(|(_, at)| Some(at)),
         });
     }
-    let who = WorkerFile::identity(path, durability)?;
-    let root = path
-        .ancestors()
-        .nth(3)
-        .ok_or_else(|| Error::internal("a restored file outside its directory"))?;
-    if who.class != class || layout::worker_path(root, &who.class, &who.id) != path {
+    let meta = |k: &str| -> rusqlite::Result<Option<String>> {
+        conn.query_row("SELECT v FROM meta WHERE k = ?1", [k], |r| r.get(0))
+            .optional()
+    };
+    let (who, id, earliest) = (|| {
+        let at: Option<i64> = conn.query_row("SELECT min(at) FROM alarms", [], |r| r.get(0))?;
+        Ok::<_, rusqlite::Error>((meta("class")?, meta("id")?, at))
+    })()
+    .map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("it is not a worker file: {e}"),
+    })?;
+    let (Some(who), Some(id)) = (who, id) else {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
-            detail: format!(
-                "it holds {}:{}, whose file lives elsewhere",
-                who.class, who.id
-            ),
+            detail: "it has no stored class and id".into(),
+        });
+    };
+    if who != class || layout::worker_path(root, &who, &id) != path {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("it holds {who}:{id}, whose file lives elsewhere"),
         });
     }
     Ok(Restored {
         file: name.to_string(),
-        class: who.class,
-        id: who.id,
+        class,
+        id,
+        indexed: Some(earliest),
     })
 }

@@ -1,6 +1,6 @@
 // Compiled by api/types.test.js with `tsc --strict --noEmit`: the public types
 // accept what API.md says users write, and refuse what they must not.
-import { open, DurableWorker, DurableError, codes, type Host, type Stub, type DurableWebSocket, type ServerSocket } from 'durable-workers';
+import { open, restore, DurableWorker, DurableError, codes, type Host, type Stub, type DurableWebSocket, type ServerSocket, type SnapshotReport, type RestoreReport } from 'durable-workers';
 
 class Room extends DurableWorker {
   join(ws: DurableWebSocket, user: string): number {
@@ -68,6 +68,11 @@ async function main(): Promise<void> {
   // @ts-expect-error arguments are checked
   await cart.add(42);
   for await (const id of host.ids(Cart, { prefix: 'customer-' })) console.log(id.toUpperCase());
+  const snap: SnapshotReport = await host.backup('./.backup');
+  const back: RestoreReport = await restore(snap.dest, './.restored', { only: ['Cart/customer-42'], at: snap.takenAt + snap.ms });
+  console.log(back.workers[0]?.class, back.failed.length, snap.bytes);
+  // @ts-expect-error only takes Class/id strings
+  await restore(snap.dest, './.restored', { only: 'Cart/customer-42' });
   const s0 = host.stats();
   host.on('evicted', (e) => console.log(e.class, e.id, e.reason));
   host.on('alarmFailed', (err, e) => console.log(err, e.class, e.attempt, e.retryAt));
