@@ -37,6 +37,9 @@ use crate::object::file::ObjectFile;
 use crate::sqlite::{self, Durability};
 use crate::store::WorkerFile;
 
+/// How long a copy waits for a worker's written commit to be synced.
+const UNSYNCED_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Files copied or checked at once.
 const THREADS: usize = 4;
 
@@ -54,6 +57,8 @@ pub enum Image<T> {
     NoFile,
     /// The handle closed before the copy; the file's current handle, if any, has it.
     Closed,
+    /// A commit is written and not synced yet: copied after its sync.
+    Unsynced,
 }
 
 /// One file of a snapshot: its path inside it (`/`-separated), size and hash.
@@ -121,6 +126,7 @@ fn copy_worker<T>(
     src: &Path,
     copy: impl Fn(&[u8]) -> Result<T>,
 ) -> Result<Option<T>> {
+    let started = std::time::Instant::now();
     loop {
         match engine.handles.claim(src) {
             Claim::Handle(worker) => match worker.with_image(&copy)? {
@@ -128,6 +134,19 @@ fn copy_worker<T>(
                 Image::NoFile => return Ok(None),
                 // Closing now; it leaves the map as soon as it has closed.
                 Image::Closed => std::thread::yield_now(),
+                // A sync takes tens to hundreds of microseconds; one that
+                // takes this long is a device in trouble, which a snapshot
+                // should report rather than wait out.
+                Image::Unsynced if started.elapsed() > UNSYNCED_WAIT => {
+                    return Err(Error::Backup {
+                        detail: format!(
+                            "{} has had a commit waiting for its sync for over {} s",
+                            src.display(),
+                            UNSYNCED_WAIT.as_secs()
+                        ),
+                    })
+                }
+                Image::Unsynced => std::thread::sleep(std::time::Duration::from_micros(50)),
             },
             Claim::Pinned(_pin) => {
                 return match closed_image(src, engine.durability, &copy)? {
@@ -452,4 +471,63 @@ fn check(root: &Path, path: &Path, name: &str, durability: Durability) -> Result
         id,
         indexed: Some(earliest),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::Worker;
+    use crate::store::{Batch, Row};
+
+    fn set(key: &str, v: &[u8]) -> Batch {
+        Batch {
+            sets: vec![Row {
+                key: key.into(),
+                tag: 1,
+                value: v.to_vec(),
+            }],
+            ..Batch::default()
+        }
+    }
+
+    /// Whether the worker's image holds `key`, read from a copy of it.
+    fn image_has(w: &Worker, key: &str, at: &Path) -> Result<Option<bool>> {
+        let copied = w.with_image(|bytes| {
+            files::write_file(at, bytes, false).map_err(|e| Error::io("write", e))
+        })?;
+        if !matches!(copied, Image::Copied(())) {
+            return Ok(None);
+        }
+        let conn = sqlite::open(at, false)?;
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE")
+            .map_err(|e| Error::sqlite("test", at, e))?;
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM kv WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .map_err(|e| Error::sqlite("test", at, e))?;
+        Ok(Some(n == 1))
+    }
+
+    #[test]
+    fn a_commit_is_copied_only_once_synced_and_a_copy_sees_the_log() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let e = Arc::new(Engine::open(&tmp.path().join("d"), Durability::Full)?);
+        let w = Arc::new(Worker::new(e.clone(), "Cart".into(), "s".into()));
+        e.handles.insert(&w);
+        w.write(&set("a", b"1"))?;
+        w.write(&set("b", b"1"))?; // opens the file: later commits go to its log
+        let pending = w.write_now(&set("c", b"1"))?.ok_or(Error::Closed)?;
+        let copy = tmp.path().join("copy.db");
+        assert_eq!(image_has(&w, "c", &copy)?, None, "not while unsynced");
+        w.settle(pending)?;
+        assert_eq!(
+            image_has(&w, "c", &copy)?,
+            Some(true),
+            "its log's frames are copied"
+        );
+        Ok(())
+    }
 }

@@ -197,6 +197,9 @@ pub struct Worker {
     path: PathBuf,
     schema: Arc<Schema>,
     file: Mutex<FileState>,
+    /// A commit is written and not yet synced: a snapshot must not copy it
+    /// (its sync may still fail, and then no one has it).
+    unsynced: AtomicBool,
 }
 
 impl Worker {
@@ -210,6 +213,7 @@ impl Worker {
             path,
             schema,
             file: Mutex::new(FileState::Unopened),
+            unsynced: AtomicBool::new(false),
         }
     }
 
@@ -296,6 +300,7 @@ impl Worker {
             }
             FileState::Closed => return Err(Error::Closed),
         };
+        self.unsynced.store(unsynced.syncs(), Ordering::Release);
         drop(file);
         self.count(batch);
         self.settle(unsynced)
@@ -320,6 +325,7 @@ impl Worker {
             return Ok(None);
         };
         let unsynced = f.write(&self.schema, batch)?;
+        self.unsynced.store(unsynced.syncs(), Ordering::Release);
         drop(file);
         self.count(batch);
         Ok(Some(unsynced))
@@ -339,6 +345,12 @@ impl Worker {
     /// [`Worker::settle`]'s sync alone: true when the log has grown enough
     /// that [`Worker::checkpoint`] is owed (by whoever may hold the file for it).
     pub fn sync(&self, unsynced: &Unsynced) -> Result<bool> {
+        let out = self.sync_log(unsynced);
+        self.unsynced.store(false, Ordering::Release);
+        out
+    }
+
+    fn sync_log(&self, unsynced: &Unsynced) -> Result<bool> {
         let started = Instant::now();
         if let Err(e) = unsynced.sync(&self.path) {
             if let FileState::Open(f) = std::mem::replace(&mut *self.file.lock(), FileState::Closed)
@@ -499,6 +511,9 @@ impl Worker {
     ) -> Result<crate::backup::Image<T>> {
         use crate::backup::Image;
         let mut file = self.file.lock();
+        if self.unsynced.load(Ordering::Acquire) {
+            return Ok(Image::Unsynced);
+        }
         match &mut *file {
             FileState::Open(f) => f.with_image(copy).map(Image::Copied),
             FileState::Closed => Ok(Image::Closed),
