@@ -22,7 +22,18 @@ async function open(options) {
   const commits = new Commits();
   let native;
   try {
-    native = NativeHost.open(o.dir, { durability: o.durability, maxLive: o.maxLive, evictAfterMs: o.evictAfter }, commits.done);
+    native = NativeHost.open(
+      o.dir,
+      {
+        durability: o.durability,
+        maxLive: o.maxLive,
+        evictAfterMs: o.evictAfter,
+        archiveTo: o.archive?.to,
+        archiveRetainMs: o.archive?.retainMs,
+        archiveBaseEveryMs: o.archive?.baseEveryMs,
+      },
+      commits.done,
+    );
   } catch (err) {
     commits.close();
     throw fromNative(err, `open(${JSON.stringify(o.dir)})`);

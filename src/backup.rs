@@ -65,7 +65,10 @@ pub enum Image<T> {
 pub struct Copied {
     pub file: String,
     pub size: u64,
-    pub hash: String,
+    pub hash: blake3::Hash,
+    /// In an archive's base: the sequence number the copy was marked at, and when.
+    pub seq: u64,
+    pub at: i64,
 }
 
 /// What a snapshot or a restore did: the files it wrote, and those it could
@@ -88,7 +91,6 @@ pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
         });
     }
     ensure_empty(dest)?;
-    let names = worker_files(engine.dir());
     let catalog = match engine.catalog_blocking(Op::Image)? {
         Reply::Image(bytes) => bytes,
         _ => {
@@ -103,19 +105,44 @@ pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
         REGISTRY_FILE,
         &catalog,
     )?);
+    let copied = copy_workers(engine, dest, None)?;
+    report.files.extend(copied.files);
+    report.failed = copied.failed;
+    sync_tree(dest)?;
+    Ok(report)
+}
+
+/// Copies every worker file of `engine` into `dest`, at the same paths.
+/// With `marks`, each copy is marked in the archive as it is made (a base:
+/// [`crate::archive::base`]), and a host that closes meanwhile stops it.
+pub(crate) fn copy_workers(
+    engine: &Engine,
+    dest: &Path,
+    marks: Option<&crate::archive::Archive>,
+) -> Result<Report> {
+    let names = worker_files(engine.dir());
     let copied = in_parallel(&names, |name: &String| {
+        engine.check_open()?;
         let src = engine.dir().join(name);
         let dst = dest.join(name);
-        copy_worker(engine, &src, |bytes| write_out(&dst, name, bytes))
+        copy_worker(engine, &src, |bytes| {
+            let mut c = write_out(&dst, name, bytes)?;
+            if let Some(a) = marks {
+                c.seq = a.mark(&src);
+                c.at = crate::archive::now_ms();
+            }
+            Ok(c)
+        })
     });
+    let mut report = Report::default();
     for (name, out) in names.iter().zip(copied) {
         match out {
             Ok(Some(c)) => report.files.push(c),
             Ok(None) => {}
+            Err(Error::Closed) => return Err(Error::Closed),
             Err(e) => report.failed.push((name.clone(), e.to_string())),
         }
     }
-    sync_tree(dest)?;
     Ok(report)
 }
 
@@ -178,7 +205,7 @@ pub(crate) fn closed_image<T>(
 }
 
 /// Writes one file of a snapshot or restore and says what it holds.
-fn write_out(dst: &Path, name: &str, bytes: &[u8]) -> Result<Copied> {
+pub(crate) fn write_out(dst: &Path, name: &str, bytes: &[u8]) -> Result<Copied> {
     if let Some(parent) = dst.parent() {
         files::create_private_dirs(parent)
             .map_err(|e| Error::io(format!("create {}", parent.display()), e))?;
@@ -188,7 +215,9 @@ fn write_out(dst: &Path, name: &str, bytes: &[u8]) -> Result<Copied> {
     Ok(Copied {
         file: name.to_string(),
         size: bytes.len() as u64,
-        hash: blake3::hash(bytes).to_hex().to_string(),
+        hash: blake3::hash(bytes),
+        seq: 0,
+        at: 0,
     })
 }
 
@@ -237,7 +266,7 @@ fn worker_file_name(shard: &str, name: &str) -> bool {
 
 /// Whether `rel` is a path this module writes: the catalog, or a worker file
 /// under its class; never one that leaves the directory.
-fn valid_name(rel: &str) -> bool {
+pub(crate) fn valid_name(rel: &str) -> bool {
     if rel == REGISTRY_FILE {
         return true;
     }
@@ -252,7 +281,7 @@ fn valid_name(rel: &str) -> bool {
 }
 
 /// Runs `f` over `items` on up to [`THREADS`] threads; results in order.
-fn in_parallel<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
+pub(crate) fn in_parallel<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<T>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
@@ -287,7 +316,7 @@ fn yield_cpu() {
 fn yield_cpu() {}
 
 /// Refuses a target that holds anything; makes it if it does not exist.
-fn ensure_empty(dir: &Path) -> Result<()> {
+pub(crate) fn ensure_empty(dir: &Path) -> Result<()> {
     match fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -312,7 +341,7 @@ fn ensure_empty(dir: &Path) -> Result<()> {
 
 /// Makes every file written under `dir` durable.
 #[cfg(target_os = "linux")]
-fn sync_tree(dir: &Path) -> Result<()> {
+pub(crate) fn sync_tree(dir: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     let f = fs::File::open(dir).map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
     // SAFETY: a valid descriptor, open for the call's whole length.
@@ -327,7 +356,7 @@ fn sync_tree(dir: &Path) -> Result<()> {
 
 /// Each file was synced as it was written; the directories remain.
 #[cfg(not(target_os = "linux"))]
-fn sync_tree(dir: &Path) -> Result<()> {
+pub(crate) fn sync_tree(dir: &Path) -> Result<()> {
     for entry in fs::read_dir(dir)
         .map_err(|e| Error::io(format!("read {}", dir.display()), e))?
         .flatten()
@@ -374,6 +403,16 @@ pub fn restore(
             Err(e) => failed.push((name.clone(), e.to_string())),
         }
     }
+    finish_restore(to, &restored, durability)?;
+    Ok((restored, failed))
+}
+
+/// Makes the restored files durable and builds the catalog from them.
+pub(crate) fn finish_restore(
+    to: &Path,
+    restored: &[Restored],
+    durability: Durability,
+) -> Result<()> {
     sync_tree(to)?;
     // Made beside the files, the catalog owes a rebuild, which this is: one
     // transaction from what the checks read, not a second scan of the files.
@@ -384,7 +423,7 @@ pub fn restore(
         .collect();
     catalog.call_blocking(Op::Rebuild { workers })?;
     catalog.close();
-    Ok((restored, failed))
+    Ok(())
 }
 
 fn restore_one(
@@ -416,7 +455,12 @@ fn restore_one(
 }
 
 /// Checks a restored file whole, and reads whose it is, on one connection.
-fn check(root: &Path, path: &Path, name: &str, durability: Durability) -> Result<Restored> {
+pub(crate) fn check(
+    root: &Path,
+    path: &Path,
+    name: &str,
+    durability: Durability,
+) -> Result<Restored> {
     let class = name.split('/').next().unwrap_or_default().to_string();
     let conn = sqlite::open(path, false)?;
     let ctx = |e| Error::sqlite("check", path, e);

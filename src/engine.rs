@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+use crate::archive::{Archive, Change, Config as ArchiveConfig};
 use crate::catalog::{Catalog, Op, Reply};
 use crate::collections::{Schema, Tables};
 use crate::error::{Error, Result};
@@ -60,6 +61,8 @@ pub struct Engine {
     /// Whether a Durable Object's storage has been opened here: their
     /// connections are not worker handles, and a snapshot refuses them.
     pub(crate) serves_objects: AtomicBool,
+    /// Where every commit is shipped as it is made, when configured.
+    pub(crate) archive: Option<Archive>,
 }
 
 /// Syncs slower than this (on [`Engine::sync_micros`]) are never made on the
@@ -72,6 +75,16 @@ pub const INLINE_SYNC_MICROS: u32 = 1_000;
 impl Engine {
     /// Creates `dir` if needed and takes ownership of it.
     pub fn open(dir: &Path, durability: Durability) -> Result<Self> {
+        Self::open_archived(dir, durability, None)
+    }
+
+    /// [`Engine::open`], shipping every commit to `archive` when given (see
+    /// [`crate::archive`]); its bases are started by [`Engine::start_bases`].
+    pub fn open_archived(
+        dir: &Path,
+        durability: Durability,
+        archive: Option<ArchiveConfig>,
+    ) -> Result<Self> {
         crate::files::create_dirs_synced(dir)?;
         let catalog = Catalog::open(dir, durability).map_err(|e| match e {
             Error::Corrupt { path, detail } => Error::Corrupt {
@@ -89,6 +102,7 @@ impl Engine {
         if catalog.needs_rebuild() {
             crate::repair::rebuild(dir, durability, &catalog)?;
         }
+        let archive = archive.map(Archive::start).transpose()?;
         Ok(Engine {
             dir: dir.to_path_buf(),
             durability,
@@ -102,7 +116,16 @@ impl Engine {
             }),
             handles: Handles::default(),
             serves_objects: AtomicBool::new(false),
+            archive,
         })
+    }
+
+    /// Starts taking the archive's bases, the first now.
+    pub fn start_bases(self: &Arc<Self>) -> Result<()> {
+        if let Some(a) = &self.archive {
+            a.set_base_thread(crate::archive::base::schedule(Arc::downgrade(self))?);
+        }
+        Ok(())
     }
 
     /// Records a class's collections; workers handed out later use them.
@@ -168,9 +191,13 @@ impl Engine {
         self.catalog.call_blocking(op)
     }
 
-    /// Releases the directory. Worker files must be closed first.
+    /// Releases the directory. Worker files must be closed first. The
+    /// archive writes what it holds before the lock is released.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        if let Some(a) = &self.archive {
+            a.close();
+        }
         self.catalog.close();
     }
 }
@@ -282,7 +309,7 @@ impl Worker {
                 unsynced
             }
             FileState::Unopened | FileState::Absent => {
-                WorkerFile::create(
+                let image = WorkerFile::create(
                     &self.path,
                     &self.class,
                     &self.id,
@@ -290,6 +317,9 @@ impl Worker {
                     &self.schema,
                     batch,
                 )?;
+                if let Some(a) = &self.engine.archive {
+                    a.record(&self.path, &self.class, &self.id, Change::Image(image));
+                }
                 self.engine.counters.created.fetch_add(1, Ordering::Relaxed);
                 *file = FileState::Made;
                 // Created whole and synced (see `WorkerFile::create`).
@@ -346,6 +376,16 @@ impl Worker {
     /// that [`Worker::checkpoint`] is owed (by whoever may hold the file for it).
     pub fn sync(&self, unsynced: &Unsynced) -> Result<bool> {
         let out = self.sync_log(unsynced);
+        if let (Ok(_), Some(a)) = (&out, &self.engine.archive) {
+            // Durable here first: the archive never holds a commit the worker lacks.
+            match unsynced.pages() {
+                Ok(Some(pages)) => {
+                    a.record(&self.path, &self.class, &self.id, Change::Pages(pages))
+                }
+                Ok(None) => {}
+                Err(e) => a.lost(&self.path, &e),
+            }
+        }
         self.unsynced.store(false, Ordering::Release);
         out
     }
@@ -500,7 +540,11 @@ impl Worker {
     pub fn remove_file(&self) -> Result<bool> {
         self.close()?;
         self.engine.handles.wait_unpinned(&self.path);
-        crate::files::remove_files(&self.path)
+        let removed = crate::files::remove_files(&self.path)?;
+        if let (true, Some(a)) = (removed, &self.engine.archive) {
+            a.record(&self.path, &self.class, &self.id, Change::Removed);
+        }
+        Ok(removed)
     }
 
     /// Hands `copy` this worker's file as of its last commit, holding the

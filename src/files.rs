@@ -114,3 +114,25 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 pub fn sync_dir(_dir: &Path) -> Result<()> {
     Ok(())
 }
+
+/// Reads exactly `buf.len()` bytes of `file` from `offset`.
+#[cfg(unix)]
+pub fn read_exact_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// Reads exactly `buf.len()` bytes of `file` from `offset`.
+#[cfg(windows)]
+pub fn read_exact_at(file: &fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}

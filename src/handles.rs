@@ -21,7 +21,7 @@ use crate::engine::Worker;
 
 type Key = [u8; 32];
 
-fn key(path: &Path) -> Key {
+pub(crate) fn key(path: &Path) -> Key {
     *blake3::hash(path.to_string_lossy().as_bytes()).as_bytes()
 }
 

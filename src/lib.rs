@@ -24,6 +24,7 @@
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
+pub mod archive;
 pub mod backup;
 pub mod cache;
 pub mod catalog;

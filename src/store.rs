@@ -218,7 +218,7 @@ impl WorkerFile {
         durability: Durability,
         schema: &Schema,
         batch: &Batch,
-    ) -> Result<()> {
+    ) -> Result<Vec<u8>> {
         let parent = path.parent().ok_or_else(|| Error::Corrupt {
             path: path.to_path_buf(),
             detail: "a worker path has a directory".into(),
@@ -247,7 +247,7 @@ impl WorkerFile {
         if durability == Durability::Full || stale {
             sync_dir(parent)?;
         }
-        Ok(())
+        Ok(image)
     }
 
     /// Commits one batch as one transaction, written to the log and not yet

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use rusqlite::hooks::Wal as WalHandle;
 use rusqlite::Connection;
 
@@ -54,11 +55,33 @@ pub struct Wal {
     /// Opened at the first commit that needs a sync (the log exists by then).
     file: Option<Arc<File>>,
     frame_bytes: u64,
+    /// How far an archive has read this log (see [`Unsynced::pages`]).
+    shipped: Arc<Mutex<Shipped>>,
+}
+
+/// The log as an archive last read it: its header's salts (they change when
+/// SQLite starts the log over) and the frames it held then.
+#[derive(Default, Clone, Copy)]
+struct Shipped {
+    salt: [u8; 8],
+    frames: u64,
+}
+
+/// The pages one commit wrote, as its log holds them: what an archive keeps.
+pub struct Pages {
+    pub page_size: u32,
+    /// The database's size in pages after the commit.
+    pub db_pages: u32,
+    /// `(page number, its bytes)`, in log order (a later one wins).
+    pub pages: Vec<(u32, Vec<u8>)>,
 }
 
 /// A commit written to the log and not yet synced.
 pub struct Unsynced {
     file: Option<Arc<File>>,
+    /// The log, its frames after this commit, and their size; `None` for
+    /// a commit that wrote none.
+    log: Option<(PathBuf, u64, u64, Arc<Mutex<Shipped>>)>,
     /// Where this commit's last frame (the one that marks it committed) starts.
     commit_frame_at: u64,
     /// Whether the log has grown enough to checkpoint.
@@ -92,6 +115,7 @@ impl Wal {
             frames,
             file: None,
             frame_bytes: FRAME_HEADER_BYTES + page.max(512) as u64,
+            shipped: Arc::default(),
         })
     }
 
@@ -123,6 +147,12 @@ impl Wal {
         };
         Ok(Unsynced {
             file,
+            log: Some((
+                self.path.clone(),
+                frames.max(1) as u64,
+                self.frame_bytes,
+                self.shipped.clone(),
+            )),
             commit_frame_at: HEADER_BYTES + (frames.max(1) as u64 - 1) * self.frame_bytes,
             checkpoint: frames >= CHECKPOINT_PAGES,
             #[cfg(test)]
@@ -136,6 +166,7 @@ impl Unsynced {
     pub fn none() -> Self {
         Unsynced {
             file: None,
+            log: None,
             commit_frame_at: 0,
             checkpoint: false,
             #[cfg(test)]
@@ -160,6 +191,58 @@ impl Unsynced {
                 .map_err(|e| Error::io(format!("sync the log of {}", db.display()), e)),
             None => Ok(()),
         }
+    }
+
+    /// The pages the log holds that an archive has not read yet, this
+    /// commit's last: read after the sync and before any checkpoint (the
+    /// next commit may start the log over). A log started over since the last
+    /// read (new salts) is read from its first frame. Pages written by a
+    /// commit nobody read (a backfill's) come with this one.
+    pub fn pages(&self) -> Result<Option<Pages>> {
+        let Some((path, frames, frame_bytes, shipped)) = &self.log else {
+            return Ok(None);
+        };
+        let io = |e| Error::io(format!("read the log {}", path.display()), e);
+        let log = File::open(path).map_err(io)?;
+        let mut header = [0u8; HEADER_BYTES as usize];
+        crate::files::read_exact_at(&log, &mut header, 0).map_err(io)?;
+        let mut salt = [0u8; 8];
+        salt.copy_from_slice(&header[16..24]);
+        let mut at = shipped.lock();
+        let from = if at.salt == salt && at.frames <= *frames {
+            at.frames
+        } else {
+            0
+        };
+        let mut bytes = vec![0u8; ((frames - from) * frame_bytes) as usize];
+        crate::files::read_exact_at(&log, &mut bytes, HEADER_BYTES + from * frame_bytes)
+            .map_err(io)?;
+        let page_size = (frame_bytes - FRAME_HEADER_BYTES) as u32;
+        let mut out = Pages {
+            page_size,
+            db_pages: 0,
+            pages: Vec::with_capacity((frames - from) as usize),
+        };
+        for frame in bytes.chunks_exact(*frame_bytes as usize) {
+            let word =
+                |i: usize| u32::from_be_bytes([frame[i], frame[i + 1], frame[i + 2], frame[i + 3]]);
+            if frame[8..16] != salt[..] {
+                return Err(Error::Corrupt {
+                    path: path.clone(),
+                    detail: "a frame of the log does not belong to it".into(),
+                });
+            }
+            if word(4) != 0 {
+                out.db_pages = word(4);
+            }
+            out.pages
+                .push((word(0), frame[FRAME_HEADER_BYTES as usize..].to_vec()));
+        }
+        *at = Shipped {
+            salt,
+            frames: *frames,
+        };
+        Ok(Some(out))
     }
 
     /// Cuts the commit from the log after its sync failed: the log is

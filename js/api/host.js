@@ -205,7 +205,7 @@ class Host extends EventEmitter {
 
   /** Counters: what is open, what durability has cost. */
   stats() {
-    return this.#observe.stats(this.#native.stats(), this.#live, this.#counts, this.#sockets);
+    return { ...this.#observe.stats(this.#native.stats(), this.#live, this.#counts, this.#sockets), archive: this.#native.archiveStats() ?? null };
   }
 
   /**

@@ -12,7 +12,10 @@ const DEFAULTS = Object.freeze({
   control: true,
 });
 
-const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards']);
+const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards', 'archive']);
+const ARCHIVE_OPTIONS = Object.freeze(['to', 'retain', 'baseEvery']);
+const ARCHIVE_DEFAULTS = Object.freeze({ retain: '7d', baseEvery: '1d' });
+const UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SHARD_OPTIONS = Object.freeze(['count', 'module', 'memoryMb', 'heartbeatMs', 'missedHeartbeats', 'startTimeoutMs']);
 
 /** Edit distance, case-insensitive: `maxlive` is one step from nothing, `evictAfterMs` two from `evictAfter`. */
@@ -53,7 +56,7 @@ function positiveInt(name, v, { min = 1 } = {}) {
 
 /**
  * @param {unknown} options
- * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object }}
+ * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object, archive?: { to: string, retainMs: number, baseEveryMs: number } }}
  */
 function validate(options) {
   if (options === null || typeof options !== 'object') {
@@ -75,7 +78,31 @@ function validate(options) {
     throw new TypeError(`open(): control must be true (serve inspect and top on a control socket) or false, got ${JSON.stringify(o.control) ?? String(o.control)}`);
   }
   if (o.shards !== undefined) o.shards = shards(o.shards);
+  if (o.archive !== undefined) o.archive = archive(o.archive, o.dir);
   return o;
+}
+
+/**
+ * `archive: { to, retain = '7d', baseEvery = '1d' }`: a directory outside
+ * `dir`; durations as ms or a number with a unit (ms, s, m, h, d).
+ */
+function archive(a, dir) {
+  if (a === null || typeof a !== 'object') throw new TypeError('open(): archive must be an object { to, retain?, baseEvery? }');
+  refuseUnknown(a, ARCHIVE_OPTIONS, 'archive.');
+  const o = { ...ARCHIVE_DEFAULTS, ...a };
+  if (typeof o.to !== 'string' || o.to.length === 0) throw new TypeError('open(): archive.to must be the directory the archive is written to');
+  const to = path.resolve(o.to);
+  const rel = path.relative(path.resolve(dir), to);
+  if (rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel))) throw new RangeError(`open(): archive.to (${to}) must be outside dir`);
+  return { to, retainMs: duration('archive.retain', o.retain), baseEveryMs: duration('archive.baseEvery', o.baseEvery) };
+}
+
+/** A duration in ms: a positive number, or a string such as '30d', '12h', '90s'. */
+function duration(name, v) {
+  const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(v) : null;
+  const ms = typeof v === 'number' ? v : m ? Number(m[1]) * UNITS[m[2]] : NaN;
+  if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`open(): ${name} must be a duration (ms, or a string such as '7d', '12h', '30m'), got ${JSON.stringify(v)}`);
+  return ms;
 }
 
 const SHARD_DEFAULTS = Object.freeze({ heartbeatMs: 1000, missedHeartbeats: 3, startTimeoutMs: 30_000 });

@@ -85,48 +85,61 @@ async function takeSnapshot(native, dir, dest) {
 async function restore(from, to, { only, at, durability = 'full' } = {}) {
   const source = path.resolve(from);
   const target = path.resolve(to);
-  const manifest = readManifest(source);
-  if (at !== undefined) {
-    if (!Number.isFinite(at)) throw new TypeError(`restore(): at must be a time in epoch ms, got ${JSON.stringify(at)}`);
-    if (at < manifest.finishedAt) {
-      throw new DurableError(
-        codes.BACKUP,
-        `restore(): the snapshot in ${source} holds the workers as of ${new Date(manifest.takenAt).toISOString()}–${new Date(manifest.finishedAt).toISOString()}, not as of ${new Date(at).toISOString()}: a snapshot restores only the moment it was taken`,
-      );
-    }
+  if (at !== undefined && !Number.isFinite(at)) throw new TypeError(`restore(): at must be a time in epoch ms, got ${JSON.stringify(at)}`);
+  if (only !== undefined && (!Array.isArray(only) || only.length === 0)) throw new TypeError('restore(): only must be a non-empty array of "Class/id" names');
+  const native = require('../native/load');
+  const who = `restore(${JSON.stringify(from)}, ${JSON.stringify(to)})`;
+  if (!fs.existsSync(path.join(source, MANIFEST)) && fs.existsSync(path.join(source, 'base'))) {
+    // An archive: any moment it retains.
+    const files = only?.map((name) => fileOf(name, native.workerFile));
+    const r = await native.restoreArchive(source, target, at ?? null, files ?? null, durability).catch((err) => {
+      throw fromNative(err, who);
+    });
+    return report(target, r, at ?? null);
   }
-  let files = manifest.files;
-  if (only !== undefined) files = pick(files, only, source);
-  const { restoreSnapshot } = require('../native/load');
-  let r;
-  try {
-    r = await restoreSnapshot(
+  const manifest = readManifest(source);
+  if (at !== undefined && at < manifest.finishedAt) {
+    throw new DurableError(
+      codes.BACKUP,
+      `restore(): the snapshot in ${source} holds the workers as of ${new Date(manifest.takenAt).toISOString()}–${new Date(manifest.finishedAt).toISOString()}, not as of ${new Date(at).toISOString()}: a snapshot restores only the moment it was taken`,
+    );
+  }
+  const files = only === undefined ? manifest.files : pick(manifest.files, only, source, native.workerFile);
+  const r = await native
+    .restoreSnapshot(
       source,
       target,
       files.map((f) => f.file),
       files.map((f) => f.hash),
       durability,
-    );
-  } catch (err) {
-    throw fromNative(err, `restore(${JSON.stringify(from)}, ${JSON.stringify(to)})`);
-  }
+    )
+    .catch((err) => {
+      throw fromNative(err, who);
+    });
+  return report(target, r, manifest.takenAt);
+}
+
+function report(dir, r, takenAt) {
   return {
-    dir: target,
+    dir,
     workers: r.files.map((file, i) => ({ class: r.classes[i], id: r.ids[i], file })),
     failed: r.failedFiles.map((file, i) => ({ file, reason: r.failedReasons[i] })),
-    takenAt: manifest.takenAt,
+    takenAt,
   };
 }
 
+/** The file of the worker named `Class/id`. */
+function fileOf(name, workerFile) {
+  const slash = typeof name === 'string' ? name.indexOf('/') : -1;
+  if (slash <= 0 || slash === name.length - 1) throw new TypeError(`restore(): ${JSON.stringify(name)} is not a "Class/id" name`);
+  return workerFile(name.slice(0, slash), name.slice(slash + 1));
+}
+
 /** The manifest entries of the workers named `Class/id`; each must be there. */
-function pick(files, only, source) {
-  if (!Array.isArray(only) || only.length === 0) throw new TypeError('restore(): only must be a non-empty array of "Class/id" names');
-  const { workerFile } = require('../native/load');
+function pick(files, only, source, workerFile) {
   const byFile = new Map(files.map((f) => [f.file, f]));
   return only.map((name) => {
-    const slash = typeof name === 'string' ? name.indexOf('/') : -1;
-    if (slash <= 0 || slash === name.length - 1) throw new TypeError(`restore(): ${JSON.stringify(name)} is not a "Class/id" name`);
-    const entry = byFile.get(workerFile(name.slice(0, slash), name.slice(slash + 1)));
+    const entry = byFile.get(fileOf(name, workerFile));
     if (entry === undefined) throw new DurableError(codes.BACKUP, `restore(): the snapshot in ${source} holds no worker ${name}`);
     return entry;
   });

@@ -37,8 +37,34 @@ fn empty() -> BackupReport {
     }
 }
 
+/// What the continuous archive has done, and its last failure.
+#[napi(object)]
+pub struct ArchiveStats {
+    pub records: f64,
+    pub segments: f64,
+    pub bytes: f64,
+    pub bases: f64,
+    /// The last failure to write to the destination, until a write succeeds.
+    pub failure: Option<String>,
+}
+
 #[napi]
 impl NativeHost {
+    /// The archive's counters; null without one.
+    #[napi]
+    pub fn archive_stats(&self) -> Option<ArchiveStats> {
+        let a = self.engine.archive.as_ref()?;
+        let n =
+            |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed) as f64;
+        Some(ArchiveStats {
+            records: n(&a.counters.records),
+            segments: n(&a.counters.segments),
+            bytes: n(&a.counters.bytes),
+            bases: n(&a.counters.bases),
+            failure: a.failure.lock().clone(),
+        })
+    }
+
     /// Copies every worker file and the catalog into `dest` (new or empty)
     /// while the host serves; see `crate::backup`.
     #[napi]
@@ -54,7 +80,7 @@ impl NativeHost {
             for c in r.files {
                 out.files.push(c.file);
                 out.sizes.push(c.size as f64);
-                out.hashes.push(c.hash);
+                out.hashes.push(c.hash.to_hex().to_string());
             }
             failures(&mut out, r.failed);
             out
@@ -107,4 +133,38 @@ pub fn restore_snapshot<'env>(
 pub fn worker_file(class_name: String, id: String) -> String {
     let path = crate::layout::worker_path(std::path::Path::new(""), &class_name, &id);
     path.to_string_lossy().replace('\\', "/")
+}
+
+/// Restores the archive at `from` into `to` (new or empty) as it was at `at`
+/// (epoch ms; the latest it holds when null); `only` lists worker files.
+#[napi]
+pub fn restore_archive<'env>(
+    env: &'env Env,
+    from: String,
+    to: String,
+    at: Option<f64>,
+    only: Option<Vec<String>>,
+    durability: String,
+) -> napi::Result<PromiseRaw<'env, BackupReport>> {
+    let durability = Durability::parse(&durability)
+        .ok_or_else(|| invalid(env, &format!("unknown durability {durability:?}")))?;
+    let fut = blocking(move || {
+        crate::archive::restore::restore(
+            std::path::Path::new(&from),
+            std::path::Path::new(&to),
+            at.map(|t| t as i64),
+            only.as_deref(),
+            durability,
+        )
+    });
+    promise(env, fut, |(restored, failed)| {
+        let mut out = empty();
+        for r in restored {
+            out.files.push(r.file);
+            out.classes.push(r.class);
+            out.ids.push(r.id);
+        }
+        failures(&mut out, failed);
+        out
+    })
 }

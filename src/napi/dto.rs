@@ -14,6 +14,10 @@ pub struct HostOptions {
     pub durability: String,
     pub max_live: u32,
     pub evict_after_ms: f64,
+    /// The continuous archive's directory, when there is one.
+    pub archive_to: Option<String>,
+    pub archive_retain_ms: Option<f64>,
+    pub archive_base_every_ms: Option<f64>,
 }
 
 /// Counters for `host.stats()`.

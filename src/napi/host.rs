@@ -81,12 +81,26 @@ impl NativeHost {
     ) -> napi::Result<NativeHost> {
         let durability = Durability::parse(&options.durability)
             .ok_or_else(|| invalid(env, &format!("unknown durability {:?}", options.durability)))?;
-        let engine = Engine::open(&PathBuf::from(dir), durability).map_err(|e| to_js(env, &e))?;
+        let archive = options.archive_to.as_ref().map(|to| {
+            let ms = |v: Option<f64>, default: f64| {
+                Duration::from_secs_f64(v.unwrap_or(default).max(0.0) / 1000.0)
+            };
+            crate::archive::Config {
+                to: PathBuf::from(to),
+                retain: ms(options.archive_retain_ms, 7.0 * 86_400_000.0),
+                base_every: ms(options.archive_base_every_ms, 86_400_000.0),
+            }
+        });
+        let engine = Arc::new(
+            Engine::open_archived(&PathBuf::from(dir), durability, archive)
+                .map_err(|e| to_js(env, &e))?,
+        );
+        engine.start_bases().map_err(|e| to_js(env, &e))?;
         let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
         let committer =
             Committer::start(committer::THREADS, committer::SPIN).map_err(|e| to_js(env, &e))?;
         Ok(NativeHost {
-            engine: Arc::new(engine),
+            engine,
             live: Mutex::new(LiveSet::new(options.max_live as usize, evict_after)),
             io: Arc::new(Io {
                 committer,

@@ -1,0 +1,131 @@
+'use strict';
+// The continuous archive (open({ archive })): a process writing under load
+// is SIGKILLed, and restores to several moments find, in every worker, each
+// write acknowledged by then and none begun after; the latest restore holds
+// every write acknowledged more than a second before the kill. Damage to a
+// segment fails only the worker whose record it hits; retain prunes.
+const test = require('ava');
+const fs = require('node:fs');
+const path = require('node:path');
+const { fork } = require('node:child_process');
+const { open, restore, DurableWorker } = require('durable-workers');
+const { tmpDir } = require('../helpers/tmp');
+
+const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load.js');
+/** The lag the docs state for a directory: a write acknowledged this long before a kill is archived. */
+const LAG_MS = 1000;
+
+class Ledger extends DurableWorker {
+  static collections = { lines: { n: 'integer' } };
+
+  async dump() {
+    const keys = new Set(this.state.keys());
+    const docs = await this.state.collection('lines').find({ scan: true });
+    return { keys: [...keys], docs: docs.length };
+  }
+}
+
+/** Runs the load for `ms`, SIGKILLs it; the ops it reported and when it was killed. */
+async function loadThenKill(t, dir, to, ms, baseEvery = '1d') {
+  const child = fork(LOAD, [dir, to, baseEvery], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  const ops = [];
+  await new Promise((resolve, reject) => {
+    child.on('message', (m) => {
+      if (m.ready) resolve();
+      if (m.ops) ops.push(...m.ops);
+    });
+    child.once('exit', (code) => reject(new Error(`the load exited (${code}) before it was ready`)));
+  });
+  const started = Date.now();
+  await new Promise((r) => setTimeout(r, ms));
+  const killedAt = Date.now();
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  return { ops, started, killedAt };
+}
+
+/** Every worker's keys in a restored directory. */
+async function contents(dir) {
+  const host = await open({ dir, control: false });
+  try {
+    const out = new Map();
+    for (let w = 0; w < 12; w++) {
+      const d = await host.get(Ledger, `w${w}`).dump();
+      out.set(`w${w}`, d);
+    }
+    return out;
+  } finally {
+    await host.close();
+  }
+}
+
+test('restored to several moments after a SIGKILL, every worker holds each write acknowledged by then and none begun after', async (t) => {
+  const root = tmpDir(t);
+  const to = path.join(root, 'archive');
+  const { ops, started, killedAt } = await loadThenKill(t, path.join(root, 'data'), to, 2500, '700ms');
+  t.true(ops.length > 500, `${ops.length} writes acknowledged`);
+  const moments = [0.15, 0.35, 0.55, 0.75].map((f) => Math.round(started + f * (killedAt - LAG_MS - started)));
+  for (const [i, at] of [...moments, undefined].entries()) {
+    const dir = path.join(root, `restored-${i}`);
+    const r = await restore(to, dir, at === undefined ? {} : { at });
+    t.deepEqual(r.failed, [], `restore ${i}`);
+    const got = await contents(dir);
+    let missing = 0;
+    let early = 0;
+    let checked = 0;
+    for (const [worker, key, begun, acked] of ops) {
+      const has = got.get(worker).keys.includes(key);
+      const due = at === undefined ? killedAt - LAG_MS : at;
+      if (acked <= due) {
+        checked++;
+        if (!has) missing++;
+      }
+      if (at !== undefined && begun > at && has) early++;
+    }
+    t.is(missing, 0, `restore ${i} (at ${at ?? 'latest'}): ${missing} of ${checked} writes acknowledged by then are missing`);
+    t.is(early, 0, `restore ${i} (at ${at ?? 'latest'}): ${early} writes begun after it are there`);
+    for (const [worker, d] of got) t.is(d.docs, d.keys.length, `${worker}: every key's document, and no other (one commit each)`);
+    t.true(checked > 0);
+  }
+});
+
+test('a damaged segment fails the worker whose record it hits, by name, and the others are restored', async (t) => {
+  const root = tmpDir(t);
+  const to = path.join(root, 'archive');
+  await loadThenKill(t, path.join(root, 'data'), to, 800);
+  const segments = fs.readdirSync(path.join(to, 'log')).filter((f) => f.endsWith('.seg'));
+  const largest = segments.map((f) => path.join(to, 'log', f)).sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+  const bytes = fs.readFileSync(largest);
+  bytes[bytes.length - 10] ^= 0xff; // in the last record's payload
+  fs.writeFileSync(largest, bytes);
+  const r = await restore(to, path.join(root, 'restored'));
+  t.is(r.failed.length, 1, JSON.stringify(r.failed));
+  t.regex(r.failed[0].reason, /does not match its hash: the segment is damaged/);
+  t.is(r.workers.length, 11);
+  t.false(r.workers.some((w) => w.file === r.failed[0].file));
+});
+
+test('retain prunes old bases and segments, and a moment before the archive begins is refused', async (t) => {
+  const root = tmpDir(t);
+  const to = path.join(root, 'archive');
+  const before = Date.now() - 60_000;
+  const host = await open({ dir: path.join(root, 'data'), archive: { to, retain: '300ms', baseEvery: '200ms' } });
+  class Note extends DurableWorker {
+    write(n) {
+      this.state.set('n', n);
+    }
+  }
+  for (let i = 0; i < 40; i++) {
+    await host.get(Note, `n${i % 4}`).write(i);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const stats = host.stats().archive;
+  await host.close();
+  t.true(stats.bases >= 3, `${stats.bases} bases taken`);
+  t.true(fs.readdirSync(path.join(to, 'base')).length < stats.bases, 'older bases were deleted');
+  await t.throwsAsync(restore(to, path.join(root, 'r0'), { at: before }), { code: 'ERR_DURABLE_BACKUP', message: /begins at/ });
+  const r = await restore(to, path.join(root, 'r1'));
+  t.deepEqual(r.failed, []);
+  t.is(r.workers.length, 4);
+});

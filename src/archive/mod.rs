@@ -1,0 +1,274 @@
+//! The continuous archive: every committed change of every worker, shipped
+//! to another directory as it commits, over periodic base snapshots, so that
+//! a directory can be restored as it was at any moment the archive retains.
+//!
+//! What is shipped is physical: a commit's pages as its log holds them, read
+//! after the commit's sync ([`crate::wal::Unsynced::pages`]); a new worker's
+//! whole file; a deletion. A record is made only once its commit is durable
+//! here, so the archive never holds a write the worker does not have. Each
+//! record carries a sequence number, the sequence number of the same worker's
+//! record before it (its chain), and the time it was made, which is the
+//! commit's time for restores: a commit made at T was durable by T and was
+//! acknowledged after T.
+//!
+//! Records are queued to one thread that writes them in segments
+//! ([`segment`]) every [`FLUSH`], each written aside, synced and renamed in,
+//! so a kill loses at most the records of the last [`FLUSH`] and what writing
+//! them takes. A base ([`base`]) is a snapshot whose every file notes the
+//! sequence number it was copied at; one is taken when the host opens and
+//! every `base_every` after, and what `retain` no longer needs is deleted.
+//!
+//! Layout of the destination:
+//!
+//! ```text
+//! <to>/log/<first seq, 16 hex digits>.seg     records
+//! <to>/base/<first seq>/...                   a base: worker files as in a durable directory
+//! <to>/base/<first seq>/base.idx              its index, written last: a base without one is unfinished
+//! ```
+
+pub mod base;
+pub mod restore;
+pub mod segment;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::wal::Pages;
+
+/// How often queued records are written: the archive's lag, before the
+/// time a segment takes to write and sync.
+pub const FLUSH: Duration = Duration::from_millis(200);
+/// A segment is written early once its records hold this many bytes.
+const SEGMENT_BYTES: usize = 8 << 20;
+
+/// What a record says happened to a worker.
+pub enum Change {
+    /// Its whole file, as its first write created it.
+    Image(Vec<u8>),
+    /// A commit's pages.
+    Pages(Pages),
+    /// It was deleted.
+    Removed,
+}
+
+/// One change of one worker.
+pub struct Record {
+    pub class: String,
+    pub id: String,
+    pub seq: u64,
+    /// The sequence number of this worker's record (or base copy) before
+    /// this one, 0 when this process has shipped none for it.
+    pub prev: u64,
+    /// When it was made, epoch ms.
+    pub at: i64,
+    pub change: Change,
+}
+
+/// Where and how long.
+#[derive(Clone)]
+pub struct Config {
+    pub to: PathBuf,
+    /// How far back a restore must be possible.
+    pub retain: Duration,
+    /// How often a base is taken.
+    pub base_every: Duration,
+}
+
+/// What the archive has done, for `stats()`.
+#[derive(Default)]
+pub struct ArchiveCounters {
+    pub records: AtomicU64,
+    pub segments: AtomicU64,
+    pub bytes: AtomicU64,
+    pub bases: AtomicU64,
+}
+
+/// The archive of one open directory.
+pub struct Archive {
+    config: Config,
+    next_seq: AtomicU64,
+    /// Each worker's last sequence number (by the path key of [`crate::handles`]).
+    last: Mutex<HashMap<[u8; 32], u64>>,
+    queue: Mutex<Option<mpsc::Sender<Record>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    /// The last failure writing to the destination, until a write succeeds.
+    pub failure: Arc<Mutex<Option<String>>>,
+    pub counters: Arc<ArchiveCounters>,
+    /// The thread that takes bases ([`base::schedule`]).
+    base_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Archive {
+    /// Starts archiving to `config.to` (created if needed): sequence numbers
+    /// go on from the last the destination holds.
+    pub fn start(config: Config) -> Result<Self> {
+        for sub in ["log", "base"] {
+            crate::files::create_dirs_synced(&config.to.join(sub))?;
+        }
+        let first = segment::next_seq(&config.to)?;
+        let (tx, rx) = mpsc::channel::<Record>();
+        let failure = Arc::new(Mutex::new(None));
+        let counters = Arc::new(ArchiveCounters::default());
+        let (dir, fail, count) = (config.to.join("log"), failure.clone(), counters.clone());
+        let writer = std::thread::Builder::new()
+            .name("durable-archive".into())
+            .spawn(move || write_loop(&dir, rx, &fail, &count))
+            .map_err(|e| Error::io("start the archive thread", e))?;
+        Ok(Archive {
+            config,
+            next_seq: AtomicU64::new(first),
+            last: Mutex::new(HashMap::new()),
+            queue: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            failure,
+            counters,
+            base_thread: Mutex::new(None),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Queues a change of the worker at `path`; made after it is durable here.
+    pub fn record(&self, path: &Path, class: &str, id: &str, change: Change) {
+        let key = crate::handles::key(path);
+        // Under the lock, so that records are queued in sequence order.
+        let mut last = self.last.lock();
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let prev = match change {
+            Change::Removed => last.remove(&key),
+            _ => last.insert(key, seq),
+        }
+        .unwrap_or(0);
+        let record = Record {
+            class: class.to_string(),
+            id: id.to_string(),
+            seq,
+            prev,
+            at: now_ms(),
+            change,
+        };
+        if let Some(q) = &*self.queue.lock() {
+            let _ = q.send(record);
+        }
+    }
+
+    /// A commit of the worker at `path` could not be read for the archive:
+    /// its chain is cut, so that a restore past this point fails that worker
+    /// by name instead of silently missing the commit.
+    pub fn lost(&self, path: &Path, why: &Error) {
+        // No record is numbered so: the next one's `prev` matches nothing
+        // but a base copy made since, which holds the lost commit.
+        self.last.lock().insert(crate::handles::key(path), u64::MAX);
+        *self.failure.lock() = Some(format!(
+            "a commit of {} was not archived: {why}",
+            path.display()
+        ));
+    }
+
+    /// A base copies the worker at `path` now: the sequence number of its
+    /// last record (0 when this process has made none), which the copy holds
+    /// and its next record names as its `prev`.
+    pub(crate) fn mark(&self, path: &Path) -> u64 {
+        let key = crate::handles::key(path);
+        self.last.lock().get(&key).copied().unwrap_or(0)
+    }
+
+    /// A sequence number of its own, to name a base.
+    pub(crate) fn take_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Stops taking bases: the host is closing.
+    pub(crate) fn set_base_thread(&self, t: JoinHandle<()>) {
+        *self.base_thread.lock() = Some(t);
+    }
+
+    /// Stops the base thread (its host has closed: it sees that), then
+    /// writes what is queued and stops the writer. Blocks until both ended.
+    pub fn close(&self) {
+        if let Some(t) = self.base_thread.lock().take() {
+            let _ = t.join();
+        }
+        drop(self.queue.lock().take());
+        if let Some(t) = self.writer.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Archive {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The writer: collects records and writes a segment every [`FLUSH`] (or
+/// sooner when it is large), until the queue closes.
+fn write_loop(
+    dir: &Path,
+    rx: mpsc::Receiver<Record>,
+    failure: &Mutex<Option<String>>,
+    counters: &ArchiveCounters,
+) {
+    let mut pending: Vec<Record> = Vec::new();
+    let mut bytes = 0usize;
+    let mut due = Instant::now() + FLUSH;
+    loop {
+        let wait = due.saturating_duration_since(Instant::now());
+        let open = match rx.recv_timeout(wait) {
+            Ok(r) => {
+                bytes += segment::size_of(&r);
+                pending.push(r);
+                true
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => false,
+        };
+        if !pending.is_empty() && (!open || Instant::now() >= due || bytes >= SEGMENT_BYTES) {
+            match segment::write(dir, &pending) {
+                Ok(n) => {
+                    counters
+                        .records
+                        .fetch_add(pending.len() as u64, Ordering::Relaxed);
+                    counters.segments.fetch_add(1, Ordering::Relaxed);
+                    counters.bytes.fetch_add(n, Ordering::Relaxed);
+                    pending.clear();
+                    bytes = 0;
+                    *failure.lock() = None;
+                }
+                // Kept and tried again at the next flush: a full destination
+                // may be given room.
+                Err(e) => *failure.lock() = Some(e.to_string()),
+            }
+        }
+        if Instant::now() >= due {
+            due = Instant::now() + FLUSH;
+        }
+        if !open {
+            if !pending.is_empty() {
+                *failure.lock() = Some(format!(
+                    "{} records could not be written to {} before the host closed",
+                    pending.len(),
+                    dir.display()
+                ));
+            }
+            return;
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Restoring an archive as it was at a moment.
+//!
+//! For each worker, the restore starts from the latest point that holds
+//! nothing after the moment: a base copy none of whose records came after
+//! it, or the record that created the worker. It then applies the worker's
+//! records made by the moment, in order, each naming the one before it, so a
+//! missing or damaged record stops that worker, by name, and no other. The
+//! result is checked like a snapshot's file (`integrity_check`, its owner)
+//! and the catalog is built from the restored files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::base::{self, Base};
+use super::segment::{self, Entry, Segment, KIND_IMAGE, KIND_PAGES, KIND_REMOVED};
+use crate::backup::{self, Failed, Restored};
+use crate::error::{Error, Result};
+use crate::layout;
+use crate::sqlite::Durability;
+
+/// One record of a worker and the segment that holds it.
+struct Located<'a> {
+    entry: &'a Entry,
+    segment: &'a Segment,
+}
+
+/// Restores the archive at `from` into `to` (new or empty) as it was at
+/// `at` (epoch ms; the latest it holds when `None`). `only`: the worker
+/// files (`class/xx/hash.db`) to restore, all when `None`.
+pub fn restore(
+    from: &Path,
+    to: &Path,
+    at: Option<i64>,
+    only: Option<&[String]>,
+    durability: Durability,
+) -> Result<(Vec<Restored>, Failed)> {
+    let bases = base::list(from);
+    let Some(first) = bases.first() else {
+        return Err(Error::Backup {
+            detail: format!("{} holds no finished base: it is not an archive, or one whose first base never finished", from.display()),
+        });
+    };
+    let at = at.unwrap_or(i64::MAX);
+    if at < first.started {
+        return Err(Error::Backup {
+            detail: format!(
+                "the archive in {} begins at {} ms (its first base); it cannot restore {at}",
+                from.display(),
+                first.started
+            ),
+        });
+    }
+    backup::ensure_empty(to)?;
+    let mut segments = Vec::new();
+    let mut damaged = Vec::new();
+    for (first_seq, last_seq, path) in segment::list(from) {
+        match segment::read(&path) {
+            Ok(s) => segments.push(s),
+            Err(e) => damaged.push((first_seq, last_seq, e.to_string())),
+        }
+    }
+    let mut records: BTreeMap<String, Vec<Located>> = BTreeMap::new();
+    for s in &segments {
+        for e in &s.entries {
+            let rel = rel_path(&e.class, &e.id);
+            records.entry(rel).or_default().push(Located {
+                entry: e,
+                segment: s,
+            });
+        }
+    }
+    for list in records.values_mut() {
+        list.sort_by_key(|l| l.entry.seq);
+    }
+    let mut names: BTreeSet<String> = records.keys().cloned().collect();
+    for b in &bases {
+        names.extend(b.files.iter().map(|f| f.file.clone()));
+    }
+    if let Some(only) = only {
+        names.retain(|n| only.contains(n));
+    }
+    let names: Vec<String> = names.into_iter().collect();
+    let empty = Vec::new();
+    let results = backup::in_parallel(&names, |name| {
+        let list = records.get(name).unwrap_or(&empty);
+        let image = rebuild(name, list, &bases, &damaged, at)?;
+        let Some(image) = image else { return Ok(None) };
+        let dst = to.join(name);
+        backup::write_out(&dst, name, &image)?;
+        let checked = backup::check(to, &dst, name, durability);
+        if checked.is_err() {
+            let _ = crate::files::remove_files(&dst);
+        }
+        checked.map(Some)
+    });
+    let mut restored = Vec::new();
+    let mut failed = Vec::new();
+    for (name, r) in names.iter().zip(results) {
+        match r {
+            Ok(Some(who)) => restored.push(who),
+            Ok(None) => {}
+            Err(e) => failed.push((name.clone(), e.to_string())),
+        }
+    }
+    backup::finish_restore(to, &restored, durability)?;
+    Ok((restored, failed))
+}
+
+/// A worker file's path inside a directory, `/`-separated.
+pub fn rel_path(class: &str, id: &str) -> String {
+    layout::worker_path(Path::new(""), class, id)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// The worker's file as of `at`, or `None` when it did not exist then.
+fn rebuild(
+    name: &str,
+    records: &[Located],
+    bases: &[Base],
+    damaged: &[(u64, u64, String)],
+    at: i64,
+) -> Result<Option<Vec<u8>>> {
+    let fail = |detail: String| Error::Backup {
+        detail: format!("{name}: {detail}"),
+    };
+    // The latest start that holds nothing made after `at`. A base's copy
+    // holds every record made before the base began and this process's up to
+    // its mark; a creation's image holds itself.
+    let mut start: Option<Start> = None;
+    for b in bases.iter().rev() {
+        let Some(f) = b.files.iter().find(|f| f.file == name) else {
+            continue;
+        };
+        let held = |e: &Entry| e.seq < b.first_seq || e.seq <= f.seq;
+        if records.iter().any(|r| held(r.entry) && r.entry.at > at) {
+            continue;
+        }
+        let bytes = std::fs::read(b.dir.join(name))
+            .map_err(|e| fail(format!("read its base copy: {e}")))?;
+        if blake3::hash(&bytes).as_bytes() != &f.hash {
+            return Err(fail(format!(
+                "its copy in the base {} does not match its hash: the base is damaged",
+                b.dir.display()
+            )));
+        }
+        start = Some(Start {
+            order: b.first_seq.max(f.seq),
+            pos: f.seq,
+            skip_before: b.first_seq,
+            image: bytes,
+        });
+        break;
+    }
+    if let Some(r) = records
+        .iter()
+        .rev()
+        .find(|r| r.entry.kind == KIND_IMAGE && r.entry.at <= at)
+    {
+        let e = r.entry;
+        if start.as_ref().is_none_or(|s| e.seq > s.order) {
+            let bytes = r.segment.payload(e).map_err(fail)?.to_vec();
+            start = Some(Start {
+                order: e.seq,
+                pos: e.seq,
+                skip_before: e.seq,
+                image: bytes,
+            });
+        }
+    }
+    let Some(Start {
+        mut pos,
+        skip_before,
+        mut image,
+        ..
+    }) = start
+    else {
+        return Ok(None);
+    };
+    if let Some((_, last, why)) = damaged
+        .iter()
+        .find(|(_, last, _)| *last > pos && *last >= skip_before)
+    {
+        return Err(fail(format!(
+            "a segment that may hold its records (up to {last}) cannot be read: {why}"
+        )));
+    }
+    let mut exists = true;
+    for r in records {
+        let e = r.entry;
+        if e.seq <= pos || e.seq < skip_before {
+            continue;
+        }
+        if e.at > at {
+            break;
+        }
+        if e.prev != pos {
+            return Err(fail(format!(
+                "its record {} follows {}, not {pos}: a record between them is missing from the archive",
+                e.seq, e.prev
+            )));
+        }
+        let payload = r.segment.payload(e).map_err(fail)?;
+        match e.kind {
+            KIND_IMAGE => {
+                image = payload.to_vec();
+                exists = true;
+            }
+            KIND_PAGES => apply(&mut image, e, payload).map_err(fail)?,
+            KIND_REMOVED => exists = false,
+            k => {
+                return Err(fail(format!(
+                    "its record {} is of an unknown kind {k}",
+                    e.seq
+                )))
+            }
+        }
+        pos = e.seq;
+    }
+    Ok(exists.then_some(image))
+}
+
+/// Where a worker's restore starts.
+struct Start {
+    /// Which of two starts is later.
+    order: u64,
+    /// The chain position: the next record names it as `prev`.
+    pos: u64,
+    /// Records before this are in the start already.
+    skip_before: u64,
+    image: Vec<u8>,
+}
+
+/// Writes a commit's pages into a database file's bytes.
+fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<(), String> {
+    let size = e.page_size as usize;
+    if size < 512 || !payload.len().is_multiple_of(size + 4) {
+        return Err(format!("its record {} is not whole pages", e.seq));
+    }
+    for frame in payload.chunks_exact(size + 4) {
+        let no = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+        if no == 0 {
+            return Err(format!("its record {} names page 0", e.seq));
+        }
+        let end = no * size;
+        if image.len() < end {
+            image.resize(end, 0);
+        }
+        image[end - size..end].copy_from_slice(&frame[4..]);
+    }
+    if e.db_pages > 0 {
+        image.resize(e.db_pages as usize * size, 0);
+    }
+    Ok(())
+}

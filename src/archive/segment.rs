@@ -1,0 +1,256 @@
+//! A segment: records of many workers in one file, named by the first and
+//! last sequence numbers it holds (`<first>-<last>.seg`, 16 hex digits each).
+//!
+//! ```text
+//! magic (8 bytes) | index length (u64 LE) | index | BLAKE3 of the index (32) | payloads
+//! index entry: class, id (u32 LE length + bytes each), seq, prev (u64 LE),
+//!              at (i64 LE), kind (u8), page size, pages after (u32 LE),
+//!              payload offset, length (u64 LE), BLAKE3 of the payload (32)
+//! payload: Image: the file | Pages: (page number u32 LE, page)* | Removed: nothing
+//! ```
+//!
+//! The index has a hash of its own and every payload one, so damage is
+//! found, and damage to a payload is pinned to its worker.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{Change, Record};
+use crate::error::{Error, Result};
+use crate::files;
+
+const MAGIC: &[u8; 8] = b"DWSEG\x00\x00\x01";
+pub const KIND_IMAGE: u8 = 1;
+pub const KIND_PAGES: u8 = 2;
+pub const KIND_REMOVED: u8 = 3;
+
+/// One record as a segment's index lists it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub class: String,
+    pub id: String,
+    pub seq: u64,
+    pub prev: u64,
+    pub at: i64,
+    pub kind: u8,
+    pub page_size: u32,
+    pub db_pages: u32,
+    pub offset: u64,
+    pub len: u64,
+    pub hash: [u8; 32],
+}
+
+/// About how many bytes a record adds to a segment.
+pub fn size_of(r: &Record) -> usize {
+    let payload = match &r.change {
+        Change::Image(b) => b.len(),
+        Change::Pages(p) => p.pages.iter().map(|(_, d)| d.len() + 4).sum(),
+        Change::Removed => 0,
+    };
+    payload + r.class.len() + r.id.len() + 100
+}
+
+/// Writes `records` as one segment in `dir`, synced before its name
+/// appears; the bytes written.
+pub fn write(dir: &Path, records: &[Record]) -> Result<u64> {
+    let (first, last) = match (records.first(), records.last()) {
+        (Some(f), Some(l)) => (f.seq, l.seq),
+        _ => return Ok(0),
+    };
+    let mut index = Vec::new();
+    let mut payloads = Vec::new();
+    for r in records {
+        let offset = payloads.len() as u64;
+        let (kind, page_size, db_pages) = match &r.change {
+            Change::Image(b) => {
+                payloads.extend_from_slice(b);
+                (KIND_IMAGE, 0, 0)
+            }
+            Change::Pages(p) => {
+                for (no, data) in &p.pages {
+                    payloads.extend_from_slice(&no.to_le_bytes());
+                    payloads.extend_from_slice(data);
+                }
+                (KIND_PAGES, p.page_size, p.db_pages)
+            }
+            Change::Removed => (KIND_REMOVED, 0, 0),
+        };
+        let len = payloads.len() as u64 - offset;
+        let hash = blake3::hash(&payloads[offset as usize..]);
+        put_str(&mut index, &r.class);
+        put_str(&mut index, &r.id);
+        index.extend_from_slice(&r.seq.to_le_bytes());
+        index.extend_from_slice(&r.prev.to_le_bytes());
+        index.extend_from_slice(&r.at.to_le_bytes());
+        index.push(kind);
+        index.extend_from_slice(&page_size.to_le_bytes());
+        index.extend_from_slice(&db_pages.to_le_bytes());
+        index.extend_from_slice(&offset.to_le_bytes());
+        index.extend_from_slice(&len.to_le_bytes());
+        index.extend_from_slice(hash.as_bytes());
+    }
+    let mut out = Vec::with_capacity(8 + 8 + index.len() + 32 + payloads.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(index.len() as u64).to_le_bytes());
+    out.extend_from_slice(&index);
+    out.extend_from_slice(blake3::hash(&index).as_bytes());
+    out.extend_from_slice(&payloads);
+    let name = format!("{first:016x}-{last:016x}.seg");
+    let tmp = dir.join(format!("{name}.tmp"));
+    let path = dir.join(&name);
+    files::write_file(&tmp, &out, true)
+        .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
+    fs::rename(&tmp, &path).map_err(|e| Error::io(format!("rename {}", path.display()), e))?;
+    files::sync_dir(dir)?;
+    Ok(out.len() as u64)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A segment read back: its index, and its payloads (checked one by one
+/// with [`Segment::payload`]).
+pub struct Segment {
+    pub path: PathBuf,
+    pub entries: Vec<Entry>,
+    payloads: Vec<u8>,
+}
+
+impl Segment {
+    /// The payload of `e`, or why it cannot be trusted.
+    pub fn payload(&self, e: &Entry) -> std::result::Result<&[u8], String> {
+        let bytes = usize::try_from(e.offset)
+            .ok()
+            .zip(usize::try_from(e.offset + e.len).ok())
+            .and_then(|(a, b)| self.payloads.get(a..b))
+            .ok_or_else(|| format!("{} is cut short", self.path.display()))?;
+        if blake3::hash(bytes).as_bytes() != &e.hash {
+            return Err(format!(
+                "record {} in {} does not match its hash: the segment is damaged",
+                e.seq,
+                self.path.display()
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Reads a segment; an error when its index cannot be trusted.
+pub fn read(path: &Path) -> Result<Segment> {
+    let bytes = fs::read(path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let bad = |why: &str| Error::Backup {
+        detail: format!("{} is damaged: {why}", path.display()),
+    };
+    if bytes.get(..8) != Some(&MAGIC[..]) {
+        return Err(bad("it is not an archive segment"));
+    }
+    let len = bytes
+        .get(8..16)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad("its index is cut short"))?;
+    let index = bytes
+        .get(16..16 + len)
+        .ok_or_else(|| bad("its index is cut short"))?;
+    let hash = bytes
+        .get(16 + len..16 + len + 32)
+        .ok_or_else(|| bad("its index is cut short"))?;
+    if blake3::hash(index).as_bytes()[..] != hash[..] {
+        return Err(bad("its index does not match its hash"));
+    }
+    let mut r = Reader {
+        bytes: index,
+        at: 0,
+    };
+    let mut entries = Vec::new();
+    while r.at < index.len() {
+        let e = (|| {
+            Some(Entry {
+                class: r.string()?,
+                id: r.string()?,
+                seq: u64::from_le_bytes(r.array()?),
+                prev: u64::from_le_bytes(r.array()?),
+                at: i64::from_le_bytes(r.array()?),
+                kind: r.array::<1>()?[0],
+                page_size: u32::from_le_bytes(r.array()?),
+                db_pages: u32::from_le_bytes(r.array()?),
+                offset: u64::from_le_bytes(r.array()?),
+                len: u64::from_le_bytes(r.array()?),
+                hash: r.array()?,
+            })
+        })()
+        .ok_or_else(|| bad("its index cannot be read"))?;
+        entries.push(e);
+    }
+    Ok(Segment {
+        path: path.to_path_buf(),
+        entries,
+        payloads: bytes[16 + len + 32..].to_vec(),
+    })
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let out = <[u8; N]>::try_from(self.bytes.get(self.at..self.at + N)?).ok()?;
+        self.at += N;
+        Some(out)
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let n = u32::from_le_bytes(self.array()?) as usize;
+        let s = String::from_utf8(self.bytes.get(self.at..self.at + n)?.to_vec()).ok()?;
+        self.at += n;
+        Some(s)
+    }
+}
+
+/// The segments in `to/log`, by first sequence number, with their last.
+pub fn list(to: &Path) -> Vec<(u64, u64, PathBuf)> {
+    let mut out: Vec<(u64, u64, PathBuf)> = fs::read_dir(to.join("log"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (first, last) = name.strip_suffix(".seg")?.split_once('-')?;
+            Some((
+                u64::from_str_radix(first, 16).ok()?,
+                u64::from_str_radix(last, 16).ok()?,
+                e.path(),
+            ))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The sequence number after every one the destination holds.
+pub fn next_seq(to: &Path) -> Result<u64> {
+    let mut next = 1;
+    for (_, last, _) in list(to) {
+        next = next.max(last + 1);
+    }
+    // Every base, finished or not, is named by a number of its own.
+    for e in fs::read_dir(to.join("base"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Some(seq) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| u64::from_str_radix(n, 16).ok())
+        {
+            next = next.max(seq + 1);
+        }
+    }
+    Ok(next)
+}
