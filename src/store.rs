@@ -664,6 +664,63 @@ mod tests {
     }
 
     #[test]
+    fn an_archive_reads_a_log_started_over_from_its_first_frame() -> Result<()> {
+        // A log started over by a checkpoint can hold more frames than it
+        // did at the last read: only its new salts say the read must begin
+        // at its first frame again.
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(tmp.path(), "Cart", "log");
+        let first = Batch {
+            sets: vec![row("x", b"0")],
+            ..Batch::default()
+        };
+        WorkerFile::create(&path, "Cart", "log", Durability::Full, &NONE, &first)?;
+        let (mut f, _) = WorkerFile::open(&path, "Cart", "log", Durability::Full, &NONE)?
+            .ok_or(Error::Closed)?;
+        let small = f.write(
+            &NONE,
+            &Batch {
+                sets: vec![row("x", b"1")],
+                ..Batch::default()
+            },
+        )?;
+        small.sync(&path)?;
+        let read = small.pages()?.ok_or(Error::Closed)?;
+        assert!(!read.pages.is_empty() && read.pages.len() < 4);
+        f.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| Error::sqlite("checkpoint", &path, e))?;
+        let big: Vec<Row> = (0..12)
+            .map(|i| row(&format!("k{i}"), &[7u8; 3000]))
+            .collect();
+        let after = f.write(
+            &NONE,
+            &Batch {
+                sets: big,
+                ..Batch::default()
+            },
+        )?;
+        after.sync(&path)?;
+        let pages = after.pages()?.ok_or(Error::Closed)?;
+        let frames = fs::metadata(layout::sidecars(&path)[0].clone())
+            .map_err(|e| Error::io("stat log", e))?
+            .len()
+            .saturating_sub(32)
+            / (24 + u64::from(pages.page_size));
+        assert!(
+            frames > read.pages.len() as u64,
+            "the new log outgrew the old read"
+        );
+        assert_eq!(
+            pages.pages.len() as u64,
+            frames,
+            "every frame of the new log"
+        );
+        f.close()?;
+        Ok(())
+    }
+
+    #[test]
     fn a_log_left_at_a_new_workers_path_is_not_replayed_into_its_file() -> Result<()> {
         // The log of an earlier worker under the same id, with a commit not
         // yet checkpointed: what a delete cut short by a power loss can leave.
