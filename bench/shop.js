@@ -109,6 +109,8 @@ function systemsOf(shards) {
   return [
     ['better-sqlite3, file per customer (baseline)', path.join(__dirname, 'shop', 'baseline-server.js'), []],
     ['durable-workers', durable, []],
+    // Every commit shipped to another directory as it commits (docs/backups.md).
+    ['durable-workers, archived to a directory', durable, [], { DW_SHOP_ARCHIVE: '1' }],
     // What observing costs: every diagnostics channel with a subscriber
     // that does nothing, then OpenTelemetry making spans (js/observe/otel.js).
     ['durable-workers, channels subscribed', durable, [], { DW_SHOP_OBSERVE: 'channels' }],

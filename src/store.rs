@@ -686,7 +686,7 @@ mod tests {
         )?;
         small.sync(&path)?;
         let read = small.pages()?.ok_or(Error::Closed)?;
-        assert!(!read.pages.is_empty() && read.pages.len() < 4);
+        assert!(read.count() > 0 && read.count() < 4);
         f.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .map_err(|e| Error::sqlite("checkpoint", &path, e))?;
@@ -708,11 +708,11 @@ mod tests {
             .saturating_sub(32)
             / (24 + u64::from(pages.page_size));
         assert!(
-            frames > read.pages.len() as u64,
+            frames > read.count() as u64,
             "the new log outgrew the old read"
         );
         assert_eq!(
-            pages.pages.len() as u64,
+            pages.count() as u64,
             frames,
             "every frame of the new log"
         );

@@ -61,10 +61,12 @@ pub struct Wal {
 
 /// The log as an archive last read it: its header's salts (they change when
 /// SQLite starts the log over) and the frames it held then.
-#[derive(Default, Clone, Copy)]
+#[derive(Default)]
 struct Shipped {
     salt: [u8; 8],
     frames: u64,
+    /// The log, open for reading from the first read on.
+    reader: Option<File>,
 }
 
 /// The pages one commit wrote, as its log holds them: what an archive keeps.
@@ -72,9 +74,20 @@ pub struct Pages {
     pub page_size: u32,
     /// The database's size in pages after the commit.
     pub db_pages: u32,
-    /// `(page number, its bytes)`, in log order (a later one wins).
-    pub pages: Vec<(u32, Vec<u8>)>,
+    /// Its frames as the log holds them, each a 24-byte header (the page
+    /// number first, big-endian) and the page; in log order, a later one wins.
+    pub frames: Vec<u8>,
 }
+
+impl Pages {
+    /// How many pages it holds.
+    pub fn count(&self) -> usize {
+        self.frames.len() / (FRAME_HEADER_BYTES as usize + self.page_size as usize)
+    }
+}
+
+/// Bytes of a frame's header, before its page.
+pub const FRAME_HEADER: usize = FRAME_HEADER_BYTES as usize;
 
 /// A commit written to the log and not yet synced.
 pub struct Unsynced {
@@ -203,46 +216,45 @@ impl Unsynced {
             return Ok(None);
         };
         let io = |e| Error::io(format!("read the log {}", path.display()), e);
-        let log = File::open(path).map_err(io)?;
+        let mut at = shipped.lock();
+        if at.reader.is_none() {
+            at.reader = Some(File::open(path).map_err(io)?);
+        }
+        let Some(log) = at.reader.as_ref() else {
+            return Ok(None);
+        };
         let mut header = [0u8; HEADER_BYTES as usize];
-        crate::files::read_exact_at(&log, &mut header, 0).map_err(io)?;
+        crate::files::read_exact_at(log, &mut header, 0).map_err(io)?;
         let mut salt = [0u8; 8];
         salt.copy_from_slice(&header[16..24]);
-        let mut at = shipped.lock();
         let from = if at.salt == salt && at.frames <= *frames {
             at.frames
         } else {
             0
         };
         let mut bytes = vec![0u8; ((frames - from) * frame_bytes) as usize];
-        crate::files::read_exact_at(&log, &mut bytes, HEADER_BYTES + from * frame_bytes)
+        crate::files::read_exact_at(log, &mut bytes, HEADER_BYTES + from * frame_bytes)
             .map_err(io)?;
-        let page_size = (frame_bytes - FRAME_HEADER_BYTES) as u32;
-        let mut out = Pages {
-            page_size,
-            db_pages: 0,
-            pages: Vec::with_capacity((frames - from) as usize),
-        };
+        let mut db_pages = 0;
         for frame in bytes.chunks_exact(*frame_bytes as usize) {
-            let word =
-                |i: usize| u32::from_be_bytes([frame[i], frame[i + 1], frame[i + 2], frame[i + 3]]);
             if frame[8..16] != salt[..] {
                 return Err(Error::Corrupt {
                     path: path.clone(),
                     detail: "a frame of the log does not belong to it".into(),
                 });
             }
-            if word(4) != 0 {
-                out.db_pages = word(4);
+            let size = u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            if size != 0 {
+                db_pages = size;
             }
-            out.pages
-                .push((word(0), frame[FRAME_HEADER_BYTES as usize..].to_vec()));
         }
-        *at = Shipped {
-            salt,
-            frames: *frames,
-        };
-        Ok(Some(out))
+        at.salt = salt;
+        at.frames = *frames;
+        Ok(Some(Pages {
+            page_size: (frame_bytes - FRAME_HEADER_BYTES) as u32,
+            db_pages,
+            frames: bytes,
+        }))
     }
 
     /// Cuts the commit from the log after its sync failed: the log is

@@ -4,6 +4,7 @@
 // DW_SHOP_OBSERVE=channels subscribes a do-nothing handler to every
 // diagnostics channel; =otel makes OpenTelemetry spans of them, exported to
 // nowhere through the SDK's batch processor (what observing costs).
+// DW_SHOP_ARCHIVE=1 ships every commit to <dir>.archive (open({ archive })).
 const { startServer } = require('../../examples/shop/server');
 const { observe } = require('./observe');
 
@@ -13,6 +14,7 @@ const { observe } = require('./observe');
   const server = await startServer({
     dir,
     shards: shards ? { count: Number(shards), module: require.resolve('../../examples/shop/cart') } : undefined,
+    ...(process.env.DW_SHOP_ARCHIVE ? { archive: { to: `${dir}.archive` } } : {}),
   });
   process.send({ url: server.url });
   process.on('SIGTERM', () => server.close().then(() => process.exit(0)));

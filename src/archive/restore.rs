@@ -17,6 +17,7 @@ use crate::backup::{self, Failed, Restored};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
+use crate::wal::FRAME_HEADER;
 
 /// One record of a worker and the segment that holds it.
 struct Located<'a> {
@@ -234,11 +235,12 @@ struct Start {
 /// Writes a commit's pages into a database file's bytes.
 fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<(), String> {
     let size = e.page_size as usize;
-    if size < 512 || !payload.len().is_multiple_of(size + 4) {
+    let frame = FRAME_HEADER + size;
+    if size < 512 || !payload.len().is_multiple_of(frame) {
         return Err(format!("its record {} is not whole pages", e.seq));
     }
-    for frame in payload.chunks_exact(size + 4) {
-        let no = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+    for f in payload.chunks_exact(frame) {
+        let no = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as usize;
         if no == 0 {
             return Err(format!("its record {} names page 0", e.seq));
         }
@@ -246,7 +248,7 @@ fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<
         if image.len() < end {
             image.resize(end, 0);
         }
-        image[end - size..end].copy_from_slice(&frame[4..]);
+        image[end - size..end].copy_from_slice(&f[FRAME_HEADER..]);
     }
     if e.db_pages > 0 {
         image.resize(e.db_pages as usize * size, 0);

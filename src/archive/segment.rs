@@ -6,7 +6,7 @@
 //! index entry: class, id (u32 LE length + bytes each), seq, prev (u64 LE),
 //!              at (i64 LE), kind (u8), page size, pages after (u32 LE),
 //!              payload offset, length (u64 LE), BLAKE3 of the payload (32)
-//! payload: Image: the file | Pages: (page number u32 LE, page)* | Removed: nothing
+//! payload: Image: the file | Pages: its log frames (24-byte header, page)* | Removed: nothing
 //! ```
 //!
 //! The index has a hash of its own and every payload one, so damage is
@@ -44,7 +44,7 @@ pub struct Entry {
 pub fn size_of(r: &Record) -> usize {
     let payload = match &r.change {
         Change::Image(b) => b.len(),
-        Change::Pages(p) => p.pages.iter().map(|(_, d)| d.len() + 4).sum(),
+        Change::Pages(p) => p.frames.len(),
         Change::Removed => 0,
     };
     payload + r.class.len() + r.id.len() + 100
@@ -67,10 +67,7 @@ pub fn write(dir: &Path, records: &[Record]) -> Result<u64> {
                 (KIND_IMAGE, 0, 0)
             }
             Change::Pages(p) => {
-                for (no, data) in &p.pages {
-                    payloads.extend_from_slice(&no.to_le_bytes());
-                    payloads.extend_from_slice(data);
-                }
+                payloads.extend_from_slice(&p.frames);
                 (KIND_PAGES, p.page_size, p.db_pages)
             }
             Change::Removed => (KIND_REMOVED, 0, 0),
