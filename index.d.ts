@@ -28,6 +28,37 @@ export interface OpenOptions {
    * directory. Read-only; only this user can connect (socket 0600). Default true.
    */
   control?: boolean;
+  /**
+   * Ship every commit of every worker to another directory as it commits,
+   * over base snapshots, so that `restore(archive.to, newDir, { at })` can
+   * make the directory again as it was at any moment `retain` covers. See
+   * docs/backups.md.
+   */
+  archive?: ArchiveOptions;
+}
+
+/** Options of `open({ archive })`. */
+export interface ArchiveOptions {
+  /** The archive's directory, outside `dir` (another disk, a network mount). */
+  to: string;
+  /** How far back a restore must stay possible: ms, or `'7d'`, `'12h'`, `'30m'`, `'90s'`. Default `'7d'`. */
+  retain?: number | string;
+  /** How often a base snapshot is taken (one is taken at open). Default `'1d'`. */
+  baseEvery?: number | string;
+}
+
+/** What the continuous archive has done since `open()`. */
+export interface ArchiveStats {
+  /** Commits (and creations, deletions) written to the archive. */
+  records: number;
+  /** Segment files written. */
+  segments: number;
+  /** Bytes written in segments. */
+  bytes: number;
+  /** Base snapshots finished. */
+  bases: number;
+  /** The last failure to write to the archive, until a write succeeds; null when none. */
+  failure: string | null;
 }
 
 /** Options of `open({ shards })`. */
@@ -77,13 +108,14 @@ export interface RestoreReport {
   workers: { class: string; id: string; file: string }[];
   /** Files that failed their hash or integrity check, or named a path outside the directory, and why. */
   failed: { file: string; reason: string }[];
-  /** When the snapshot was taken (epoch ms). */
-  takenAt: number;
+  /** When the snapshot was taken (epoch ms); for an archive, the `at` asked for, or null for its latest. */
+  takenAt: number | null;
 }
 
 /**
  * Makes `to` (new or empty) a durable directory holding the workers of the
- * snapshot in `from` ({@link Host.backup}, `durable-workers backup`), and
+ * snapshot in `from` ({@link Host.backup}, `durable-workers backup`), or of
+ * the archive in `from` (`open({ archive })`) as of `at`, and
  * builds its catalog from them. A file that fails its hash or SQLite's
  * integrity check is left out and named in `failed`; the rest are restored.
  * Rejects with `ERR_DURABLE_BACKUP` for a target that is not empty, a
@@ -96,7 +128,7 @@ export function restore(
   options?: {
     /** `Class/id` names: restore only these workers. */
     only?: string[];
-    /** Epoch ms: the moment wanted; a snapshot restores only the one it holds. */
+    /** Epoch ms: the moment wanted (an archive: any it retains, its latest by default; a snapshot: only the one it holds). */
     at?: number;
     durability?: 'full' | 'relaxed';
   },
@@ -434,6 +466,8 @@ export interface HostStats {
   queriesDeferred: number;
   /** Documents those reads returned. */
   docsRead: number;
+  /** The continuous archive's counters; null without `open({ archive })`. */
+  archive: ArchiveStats | null;
 }
 
 export interface AlarmFailedEvent {

@@ -44,6 +44,16 @@ fn remove_if_present(path: &Path) -> Result<bool> {
 /// Writes `bytes` as the whole of the file at `path` (created with
 /// [`layout::FILE_MODE`], or truncated), synced when `sync` is set.
 pub fn write_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    write_file_then(path, bytes, sync, |_| Ok(()))
+}
+
+/// [`write_file`], then `after` with the file still open.
+pub fn write_file_then(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+    after: impl FnOnce(&fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -54,7 +64,7 @@ pub fn write_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> 
     if sync {
         file.sync_all()?;
     }
-    Ok(())
+    after(&file)
 }
 
 /// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each

@@ -71,6 +71,13 @@ async function main(): Promise<void> {
   const snap: SnapshotReport = await host.backup('./.backup');
   const back: RestoreReport = await restore(snap.dest, './.restored', { only: ['Cart/customer-42'], at: snap.takenAt + snap.ms });
   console.log(back.workers[0]?.class, back.failed.length, snap.bytes);
+  const archived: Host = await open({ dir: './.data2', archive: { to: './.archive', retain: '30d', baseEvery: 3_600_000 } });
+  const a = archived.stats().archive;
+  console.log(a?.records, a?.failure ?? 'ok');
+  const then = await restore('./.archive', './.then', { at: Date.now() - 60_000 });
+  console.log(then.takenAt);
+  // @ts-expect-error retain is a duration, not a boolean
+  await open({ dir: './.data3', archive: { to: './.archive', retain: true } });
   // @ts-expect-error only takes Class/id strings
   await restore(snap.dest, './.restored', { only: 'Cart/customer-42' });
   const s0 = host.stats();

@@ -6,17 +6,19 @@ const { parse, withUsage, UsageError } = require('./args');
 /** Exit codes of this command; 0, 1 and 2 mean what they mean for every command. */
 const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2 });
 
-const help = `usage: durable-workers restore <snapshot> <newdir> [--only Class/id ...] [--at <time>] [--json]
+const help = `usage: durable-workers restore <snapshot-or-archive> <newdir> [--only Class/id ...] [--at <time>] [--json]
 
 Makes <newdir> (new or empty) a durable directory holding the workers of a
-snapshot taken by \`durable-workers backup\`, and builds its catalog (their
-alarms included) from them. Every file is checked against the snapshot's
-manifest and with SQLite's integrity_check; one that fails is left out and
-named, and the others are restored.
+snapshot taken by \`durable-workers backup\`, or of a continuous archive
+(open({ archive })) as it was at a moment, and builds its catalog (their
+alarms included) from them. Every file is checked against its hash and with
+SQLite's integrity_check; a worker that fails is left out and named, and the
+others are restored.
 
   --only Class/id   restore only this worker (repeat for more)
-  --at <time>       the moment wanted (ISO 8601 or epoch ms): refused unless
-                    the snapshot was finished by then
+  --at <time>       the moment wanted (ISO 8601 or epoch ms): any an archive
+                    retains (its latest by default); a snapshot refuses one
+                    before it finished
   --json            print the report as JSON
 
 exit codes:
@@ -51,7 +53,8 @@ async function run(args, io) {
     if (values.json) {
       io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     } else {
-      const lines = [`restored ${report.workers.length} worker(s) into ${report.dir}, as of the snapshot taken ${new Date(report.takenAt).toISOString()}`];
+      const when = report.takenAt === null ? 'as of the latest the archive holds' : `as of ${new Date(report.takenAt).toISOString()}`;
+      const lines = [`restored ${report.workers.length} worker(s) into ${report.dir}, ${when}`];
       if (report.failed.length > 0) {
         lines.push(`  ${report.failed.length} file(s) not restored:`);
         for (const f of report.failed) lines.push(`    ${f.file}: ${f.reason}`);
