@@ -20,6 +20,10 @@ async function open(options) {
   // DurableWorker and must never load the storage core.
   const { NativeHost } = require('./native/load');
   const commits = new Commits();
+  // To a bucket: the core writes a local spool, shipped from here; its
+  // numbering goes on from what the bucket holds.
+  const s3 = o.archive?.s3 && require('./tools/s3-archive');
+  const firstSeq = s3 ? await s3.nextSeq(o.archive.s3) : undefined;
   let native;
   try {
     native = NativeHost.open(
@@ -31,6 +35,7 @@ async function open(options) {
         archiveTo: o.archive?.to,
         archiveRetainMs: o.archive?.retainMs,
         archiveBaseEveryMs: o.archive?.baseEveryMs,
+        archiveFirstSeq: firstSeq,
       },
       commits.done,
     );
@@ -41,7 +46,13 @@ async function open(options) {
   // The control socket (inspect, top) starts once the lock is held and stops
   // first thing in close(), before the lock is released.
   let control = null;
-  const host = new Host(native, commits, { ...o, onClose: () => control?.close() });
+  const shipper = s3 ? new s3.S3Shipper(o.archive.s3, o.archive.to, o.archive.retainMs) : null;
+  shipper?.start();
+  const archiveStats = () => {
+    const a = native.archiveStats();
+    return a === null || shipper === null ? a : { ...a, failure: a.failure ?? shipper.failure, shipped: shipper.shipped };
+  };
+  const host = new Host(native, commits, { ...o, onClose: () => control?.close(), afterClose: () => shipper?.close(), archiveStats });
   if (o.control) control = await require('./control/server').startControl(host, o.dir);
   return host;
 }

@@ -711,11 +711,7 @@ mod tests {
             frames > read.count() as u64,
             "the new log outgrew the old read"
         );
-        assert_eq!(
-            pages.count() as u64,
-            frames,
-            "every frame of the new log"
-        );
+        assert_eq!(pages.count() as u64, frames, "every frame of the new log");
         f.close()?;
         Ok(())
     }

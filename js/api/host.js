@@ -205,7 +205,7 @@ class Host extends EventEmitter {
 
   /** Counters: what is open, what durability has cost. */
   stats() {
-    return { ...this.#observe.stats(this.#native.stats(), this.#live, this.#counts, this.#sockets), archive: this.#native.archiveStats() ?? null };
+    return { ...this.#observe.stats(this.#native.stats(), this.#live, this.#counts, this.#sockets), archive: this.#options.archiveStats() ?? null };
   }
 
   /**
@@ -239,6 +239,7 @@ class Host extends EventEmitter {
       await this.#pool?.close();
       await this.#native.close();
       this.#inner.commits.close();
+      await this.#options.afterClose?.(); // an archive's last shipment (js/index.js)
     })();
     return this.#closing;
   }

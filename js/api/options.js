@@ -13,7 +13,7 @@ const DEFAULTS = Object.freeze({
 });
 
 const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards', 'archive']);
-const ARCHIVE_OPTIONS = Object.freeze(['to', 'retain', 'baseEvery']);
+const ARCHIVE_OPTIONS = Object.freeze(['to', 's3', 'spool', 'retain', 'baseEvery']);
 const ARCHIVE_DEFAULTS = Object.freeze({ retain: '7d', baseEvery: '1d' });
 const UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SHARD_OPTIONS = Object.freeze(['count', 'module', 'memoryMb', 'heartbeatMs', 'missedHeartbeats', 'startTimeoutMs']);
@@ -56,7 +56,7 @@ function positiveInt(name, v, { min = 1 } = {}) {
 
 /**
  * @param {unknown} options
- * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object, archive?: { to: string, retainMs: number, baseEveryMs: number } }}
+ * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object, archive?: { to: string, s3?: object, retainMs: number, baseEveryMs: number } }}
  */
 function validate(options) {
   if (options === null || typeof options !== 'object') {
@@ -83,18 +83,30 @@ function validate(options) {
 }
 
 /**
- * `archive: { to, retain = '7d', baseEvery = '1d' }`: a directory outside
- * `dir`; durations as ms or a number with a unit (ms, s, m, h, d).
+ * `archive: { to | s3: { client, bucket, prefix? }, spool?, retain = '7d', baseEvery = '1d' }`:
+ * a directory outside `dir`, or a bucket (shipped from a local spool,
+ * `<dir>.archive-spool` unless given); durations as ms or a number with a
+ * unit (ms, s, m, h, d).
  */
 function archive(a, dir) {
-  if (a === null || typeof a !== 'object') throw new TypeError('open(): archive must be an object { to, retain?, baseEvery? }');
+  if (a === null || typeof a !== 'object') throw new TypeError('open(): archive must be an object { to } or { s3: { client, bucket, prefix? } }');
   refuseUnknown(a, ARCHIVE_OPTIONS, 'archive.');
   const o = { ...ARCHIVE_DEFAULTS, ...a };
-  if (typeof o.to !== 'string' || o.to.length === 0) throw new TypeError('open(): archive.to must be the directory the archive is written to');
-  const to = path.resolve(o.to);
+  if ((o.to === undefined) === (o.s3 === undefined)) throw new TypeError('open(): archive needs exactly one of to (a directory) and s3 ({ client, bucket, prefix? })');
+  let s3;
+  if (o.s3 !== undefined) {
+    const { client, bucket, prefix = '' } = o.s3 ?? {};
+    if (typeof client?.send !== 'function') throw new TypeError('open(): archive.s3.client must be an S3Client (@aws-sdk/client-s3)');
+    if (typeof bucket !== 'string' || bucket === '') throw new TypeError('open(): archive.s3.bucket must be a bucket name');
+    if (typeof prefix !== 'string' || (prefix !== '' && !prefix.endsWith('/'))) throw new TypeError(`open(): archive.s3.prefix must be '' or end with '/', got ${JSON.stringify(prefix)}`);
+    s3 = { client, bucket, prefix };
+  } else if (typeof o.to !== 'string' || o.to.length === 0) {
+    throw new TypeError('open(): archive.to must be the directory the archive is written to');
+  }
+  const to = path.resolve(s3 ? (o.spool ?? `${path.resolve(dir)}.archive-spool`) : o.to);
   const rel = path.relative(path.resolve(dir), to);
-  if (rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel))) throw new RangeError(`open(): archive.to (${to}) must be outside dir`);
-  return { to, retainMs: duration('archive.retain', o.retain), baseEveryMs: duration('archive.baseEvery', o.baseEvery) };
+  if (rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel))) throw new RangeError(`open(): the archive's directory (${to}) must be outside dir`);
+  return { to, s3, retainMs: duration('archive.retain', o.retain), baseEveryMs: duration('archive.baseEvery', o.baseEvery) };
 }
 
 /** A duration in ms: a positive number, or a string such as '30d', '12h', '90s'. */

@@ -75,7 +75,8 @@ async function takeSnapshot(native, dir, dest) {
  * Restores a snapshot into `to`, a new or empty directory, and builds its
  * catalog from the restored files. A file that fails its hash or SQLite's
  * integrity check is left out and named in `failed`; the rest are restored.
- * @param {string} from a snapshot directory (with its backup.json)
+ * @param {string | { s3: import('./s3-archive').S3Target }} from a snapshot directory (with its
+ *   backup.json), an archive's directory, or an archive in a bucket
  * @param {string} to
  * @param {{ only?: string[], at?: number, durability?: 'full' | 'relaxed' }} [options]
  *   `only`: `Class/id` names, restoring just those workers; `at`: epoch ms, refused
@@ -83,6 +84,7 @@ async function takeSnapshot(native, dir, dest) {
  * @returns {Promise<RestoreReport>}
  */
 async function restore(from, to, { only, at, durability = 'full' } = {}) {
+  if (typeof from === 'object' && from !== null && from.s3 !== undefined) return fromBucket(from.s3, to, { only, at, durability });
   const source = path.resolve(from);
   const target = path.resolve(to);
   if (at !== undefined && !Number.isFinite(at)) throw new TypeError(`restore(): at must be a time in epoch ms, got ${JSON.stringify(at)}`);
@@ -117,6 +119,19 @@ async function restore(from, to, { only, at, durability = 'full' } = {}) {
       throw fromNative(err, who);
     });
   return report(target, r, manifest.takenAt);
+}
+
+/** An archive in a bucket: downloaded beside the target, restored, and the download removed. */
+async function fromBucket(s3, to, options) {
+  const { download } = require('./s3-archive');
+  const target = path.resolve(to);
+  const scratch = fs.mkdtempSync(path.join(path.dirname(target), `.${path.basename(target)}.download-`));
+  try {
+    await download(s3, scratch);
+    return await restore(scratch, target, options);
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 function report(dir, r, takenAt) {

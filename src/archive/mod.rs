@@ -79,6 +79,9 @@ pub struct Config {
     pub retain: Duration,
     /// How often a base is taken.
     pub base_every: Duration,
+    /// The least sequence number to go on from (what a bucket the
+    /// destination is shipped to holds already).
+    pub first_seq: Option<u64>,
 }
 
 /// What the archive has done, for `stats()`.
@@ -119,7 +122,7 @@ impl Archive {
         for sub in ["log", "base"] {
             crate::files::create_dirs_synced(&config.to.join(sub))?;
         }
-        let first = segment::next_seq(&config.to)?;
+        let first = segment::next_seq(&config.to)?.max(config.first_seq.unwrap_or(1));
         let (tx, rx) = mpsc::channel::<Record>();
         let failure = Arc::new(Mutex::new(None));
         let counters = Arc::new(ArchiveCounters::default());

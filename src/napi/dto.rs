@@ -18,6 +18,8 @@ pub struct HostOptions {
     pub archive_to: Option<String>,
     pub archive_retain_ms: Option<f64>,
     pub archive_base_every_ms: Option<f64>,
+    /// Where the archive's numbering starts at least (what a bucket holds).
+    pub archive_first_seq: Option<f64>,
 }
 
 /// Counters for `host.stats()`.

@@ -89,6 +89,7 @@ impl NativeHost {
                 to: PathBuf::from(to),
                 retain: ms(options.archive_retain_ms, 7.0 * 86_400_000.0),
                 base_every: ms(options.archive_base_every_ms, 86_400_000.0),
+                first_seq: options.archive_first_seq.map(|n| n.max(1.0) as u64),
             }
         });
         let engine = Arc::new(
