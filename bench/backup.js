@@ -5,9 +5,12 @@
 // fs.cpSync and one `sync` (what a user would do with the directory not
 // served); how fast a restore goes; and what a snapshot costs callers: p50
 // and p99 call latency of 32 concurrent callers over 1,000 of the workers,
-// without and with snapshots taken back to back.
+// without and with snapshots taken back to back; and what the continuous
+// archive costs the shop over node:http (bench/shop.js's server, with and
+// without `archive`, interleaved --runs times, medians: runs on this shared
+// machine swing by a fifth, so only interleaved ones are compared).
 //
-//   node bench/backup.js [--workers N] [--seconds S]
+//   node bench/backup.js [--workers N] [--seconds S] [--runs R]
 
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -32,9 +35,10 @@ class Account extends DurableWorker {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { workers: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '3' } } });
+  const { values } = parseArgs({ options: { workers: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '3' }, runs: { type: 'string', default: '3' } } });
   const n = Number(values.workers);
   const seconds = Number(values.seconds);
+  const runs = Number(values.runs);
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-backup-'));
   try {
     const dir = path.join(root, 'data');
@@ -68,6 +72,7 @@ async function main() {
       }
     });
     await host.close();
+    const shop = await archiveCost(root, runs, seconds);
 
     const rows = [
       [
@@ -85,6 +90,13 @@ async function main() {
         `${formatNumber(n / (restoreMs / 1000))} workers/s, ${formatNumber(mb / (restoreMs / 1000))} MB/s`,
       ],
       [
+        'shop journeys/s, 32 customers, continuous archive to a directory',
+        formatNumber(shop.archived.journeys),
+        formatNumber(shop.plain.journeys),
+        formatRatio(shop.archived.journeys / shop.plain.journeys),
+        `per server CPU-second ${formatNumber(shop.archived.perCpu)} vs ${formatNumber(shop.plain.perCpu)} (${formatRatio(shop.archived.perCpu / shop.plain.perCpu)}); medians of ${runs} interleaved runs; target ≥ 0.9×: ${shop.archived.journeys / shop.plain.journeys >= 0.9 ? 'met' : 'NOT met'}`,
+      ],
+      [
         `p99 call latency, ${CALLERS} callers over ${formatNumber(HOT)} workers`,
         `${formatNumber(during.p99)} µs`,
         `${formatNumber(quiet.p99)} µs`,
@@ -94,11 +106,32 @@ async function main() {
     ];
     console.log(`Snapshots: ${formatNumber(n)} workers written once (one key and one document each), ${formatNumber(mb)} MB (bench/backup.js)`);
     console.log(renderTable(['scenario', 'durable-workers', 'baseline', 'ratio', 'notes'], rows, ['left', 'right', 'right', 'right', 'left']));
-    console.log('baselines: fs.cpSync of the same directory and one `sync` (a copy of files nobody writes); for latency, the same callers with no snapshot running.');
-    console.log('ratio: baseline ÷ durable-workers for times (higher is better), durable-workers ÷ baseline for latency (lower is better)');
+    console.log(
+      'baselines: fs.cpSync of the same directory and one `sync` (a copy of files nobody writes); for the shop, the same server with no archive; for latency, the same callers with no snapshot running.',
+    );
+    console.log('ratio: baseline ÷ durable-workers for times (higher is better), durable-workers ÷ baseline for the shop and latency (lower latency is better)');
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** The shop's server (bench/shop/durable-server.js) with and without the archive, interleaved: medians. */
+async function archiveCost(root, runs, seconds) {
+  const { drive } = require('./shop');
+  const server = path.join(__dirname, 'shop', 'durable-server.js');
+  const got = { plain: [], archived: [] };
+  for (let i = 0; i < runs; i++) {
+    for (const [name, env] of [
+      ['plain', {}],
+      ['archived', { DW_SHOP_ARCHIVE: '1' }],
+    ]) {
+      const r = await drive(server, [path.join(root, `shop-${name}-${i}`)], { customers: 32, seconds, env: { ...process.env, ...env } });
+      got[name].push({ journeys: r.journeysPerSec, perCpu: r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : NaN });
+    }
+  }
+  const median = (rs, k) => rs.map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rs.length / 2)];
+  const of = (rs) => ({ journeys: median(rs, 'journeys'), perCpu: median(rs, 'perCpu') });
+  return { plain: of(got.plain), archived: of(got.archived) };
 }
 
 /**

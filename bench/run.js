@@ -492,7 +492,7 @@ async function main() {
     }
   };
   const alarms = script('alarms.js', ['--workers', flags.quick ? '1000' : '10000']);
-  const backups = script('backup.js', flags.quick ? ['--workers', '1000', '--seconds', '1'] : []);
+  const backups = script('backup.js', flags.quick ? ['--workers', '1000', '--seconds', '1', '--runs', '1'] : []);
   const sockets = script('sockets.js', flags.quick ? ['--sockets', '1000', '--rooms', '100', '--active', '20', '--seconds', '1'] : []);
   const collections = script('collections.js', flags.quick ? ['--docs', '10000', '--bulk', '1000', '--seconds', '0.5'] : []);
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
