@@ -83,6 +83,13 @@ pub fn restore(
     let names: Vec<String> = names.into_iter().collect();
     let empty = Vec::new();
     let results = backup::in_parallel(&names, |name| {
+        // Names come from the archive's own files: one that would leave the
+        // target (a class of `..`) is refused, never written.
+        if !backup::valid_name(name) {
+            return Err(Error::Backup {
+                detail: format!("{name:?} is not a worker file's path"),
+            });
+        }
         let list = records.get(name).unwrap_or(&empty);
         let image = rebuild(name, list, &bases, &damaged, at)?;
         let Some(image) = image else { return Ok(None) };
@@ -254,4 +261,51 @@ fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<
         image.resize(e.db_pages as usize * size, 0);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::archive::{Change, Config, Record};
+    use crate::engine::Engine;
+
+    #[test]
+    fn a_record_whose_class_climbs_out_of_the_target_is_refused_not_written() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let to = tmp.path().join("archive");
+        let config = Config {
+            to: to.clone(),
+            retain: std::time::Duration::from_secs(3600),
+            base_every: std::time::Duration::from_secs(3600),
+            first_seq: None,
+        };
+        let engine = Arc::new(Engine::open_archived(
+            &tmp.path().join("d"),
+            Durability::Full,
+            Some(config),
+        )?);
+        super::base::take(&engine)?;
+        engine.close();
+        let hostile = Record {
+            class: "../../escape".into(),
+            id: "x".into(),
+            seq: 100,
+            prev: 0,
+            at: 1,
+            change: Change::Image(vec![1, 2, 3]),
+        };
+        segment::write(&to.join("log"), &[hostile])?;
+        let out = tmp.path().join("restored").join("deep");
+        let (restored, failed) = restore(&to, &out, None, None, Durability::Full)?;
+        assert!(restored.is_empty());
+        assert_eq!(failed.len(), 1);
+        assert!(
+            failed[0].1.contains("is not a worker file's path"),
+            "{failed:?}"
+        );
+        assert!(!tmp.path().join("escape").exists());
+        Ok(())
+    }
 }
