@@ -17,7 +17,6 @@ use crate::backup::{self, Failed, Restored};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::sqlite::Durability;
-use crate::wal::FRAME_HEADER;
 
 /// One record of a worker and the segment that holds it.
 struct Located<'a> {
@@ -167,7 +166,7 @@ fn rebuild(
     {
         let e = r.entry;
         if start.as_ref().is_none_or(|s| e.seq > s.order) {
-            let bytes = r.segment.payload(e).map_err(fail)?.to_vec();
+            let bytes = image_of(e, r.segment.payload(e).map_err(fail)?).map_err(fail)?;
             start = Some(Start {
                 order: e.seq,
                 pos: e.seq,
@@ -211,7 +210,7 @@ fn rebuild(
         let payload = r.segment.payload(e).map_err(fail)?;
         match e.kind {
             KIND_IMAGE => {
-                image = payload.to_vec();
+                image = image_of(e, payload).map_err(fail)?;
                 exists = true;
             }
             KIND_PAGES => apply(&mut image, e, payload).map_err(fail)?,
@@ -239,24 +238,23 @@ struct Start {
     image: Vec<u8>,
 }
 
+/// A new worker's file from its record.
+fn image_of(e: &Entry, payload: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let mut image = Vec::new();
+    segment::apply_pages(&mut image, e.page_size as usize, payload)
+        .map_err(|why| format!("its record {}: {why}", e.seq))?;
+    image.resize(e.db_pages as usize * e.page_size as usize, 0);
+    Ok(image)
+}
+
 /// Writes a commit's pages into a database file's bytes.
 fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<(), String> {
     let size = e.page_size as usize;
-    let frame = FRAME_HEADER + size;
-    if size < 512 || !payload.len().is_multiple_of(frame) {
-        return Err(format!("its record {} is not whole pages", e.seq));
+    if size < 512 {
+        return Err(format!("its record {} has no page size", e.seq));
     }
-    for f in payload.chunks_exact(frame) {
-        let no = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as usize;
-        if no == 0 {
-            return Err(format!("its record {} names page 0", e.seq));
-        }
-        let end = no * size;
-        if image.len() < end {
-            image.resize(end, 0);
-        }
-        image[end - size..end].copy_from_slice(&f[FRAME_HEADER..]);
-    }
+    segment::apply_pages(image, size, payload)
+        .map_err(|why| format!("its record {}: {why}", e.seq))?;
     if e.db_pages > 0 {
         image.resize(e.db_pages as usize * size, 0);
     }

@@ -6,7 +6,8 @@
 //! index entry: class, id (u32 LE length + bytes each), seq, prev (u64 LE),
 //!              at (i64 LE), kind (u8), page size, pages after (u32 LE),
 //!              payload offset, length (u64 LE), BLAKE3 of the payload (32)
-//! payload: Image: the file | Pages: its log frames (24-byte header, page)* | Removed: nothing
+//! payload: Image, Pages: (page number u32 BE, zeros at, zeros length u32 LE,
+//!          the page without those zeros)* | Removed: nothing
 //! ```
 //!
 //! The index has a hash of its own and every payload one, so damage is
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use super::{Change, Record};
 use crate::error::{Error, Result};
 use crate::files;
+use crate::wal::FRAME_HEADER;
 
 const MAGIC: &[u8; 8] = b"DWSEG\x00\x00\x01";
 pub const KIND_IMAGE: u8 = 1;
@@ -63,11 +65,18 @@ pub fn write(dir: &Path, records: &[Record]) -> Result<u64> {
         let offset = payloads.len() as u64;
         let (kind, page_size, db_pages) = match &r.change {
             Change::Image(b) => {
-                payloads.extend_from_slice(b);
-                (KIND_IMAGE, 0, 0)
+                // A new worker's file is mostly free pages too: kept as its pages.
+                let size = page_size_of(b);
+                for (i, page) in b.chunks_exact(size).enumerate() {
+                    put_page(&mut payloads, &(i as u32 + 1).to_be_bytes(), page);
+                }
+                (KIND_IMAGE, size as u32, (b.len() / size) as u32)
             }
             Change::Pages(p) => {
-                payloads.extend_from_slice(&p.frames);
+                let frame = FRAME_HEADER + p.page_size as usize;
+                for f in p.frames.chunks_exact(frame) {
+                    put_page(&mut payloads, &f[..4], &f[FRAME_HEADER..]);
+                }
                 (KIND_PAGES, p.page_size, p.db_pages)
             }
             Change::Removed => (KIND_REMOVED, 0, 0),
@@ -100,6 +109,93 @@ pub fn write(dir: &Path, records: &[Record]) -> Result<u64> {
     fs::rename(&tmp, &path).map_err(|e| Error::io(format!("rename {}", path.display()), e))?;
     files::sync_dir(dir)?;
     Ok(out.len() as u64)
+}
+
+/// One log frame as a segment keeps it: its page number, the longest run of
+/// zeros in its page (where and how long, to 8 bytes), and the page without
+/// that run. A worker's pages are mostly free space, which SQLite keeps
+/// zeroed: the shop's commits shrink to a tenth.
+fn put_page(out: &mut Vec<u8>, number: &[u8], page: &[u8]) {
+    let (at, len) = longest_zeros(page);
+    out.extend_from_slice(number); // big-endian, as the log has it
+    out.extend_from_slice(&(at as u32).to_le_bytes());
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&page[..at]);
+    out.extend_from_slice(&page[at + len..]);
+}
+
+/// A database file's page size, from its header (a whole file of bytes
+/// that is not one is kept as a single page).
+fn page_size_of(file: &[u8]) -> usize {
+    let size = match file.get(16..18) {
+        Some([1, 0]) => 65536,
+        Some(&[hi, lo]) => usize::from(u16::from_be_bytes([hi, lo])),
+        _ => 0,
+    };
+    if size >= 512 && file.len().is_multiple_of(size) && !file.is_empty() {
+        size
+    } else {
+        file.len().max(1)
+    }
+}
+
+/// The longest run of zero bytes in `page` made of whole 8-byte words.
+fn longest_zeros(page: &[u8]) -> (usize, usize) {
+    let (mut best, mut run_at, mut run) = ((0, 0), 0, 0);
+    for (i, word) in page.chunks_exact(8).enumerate() {
+        if word.iter().all(|&b| b == 0) {
+            if run == 0 {
+                run_at = i * 8;
+            }
+            run += 8;
+            if run > best.1 {
+                best = (run_at, run);
+            }
+        } else {
+            run = 0;
+        }
+    }
+    best
+}
+
+/// Puts a kept page back into `image`: the inverse of [`put_page`]. The
+/// page's bytes, `Err` when the payload is not whole.
+pub fn apply_pages(
+    image: &mut Vec<u8>,
+    page_size: usize,
+    mut payload: &[u8],
+) -> std::result::Result<(), String> {
+    while !payload.is_empty() {
+        let word = |b: &[u8], i: usize| b.get(i..i + 4).and_then(|s| <[u8; 4]>::try_from(s).ok());
+        let (Some(no), Some(at), Some(len)) =
+            (word(payload, 0), word(payload, 4), word(payload, 8))
+        else {
+            return Err("a page is cut short".into());
+        };
+        let no = u32::from_be_bytes(no) as usize;
+        let (at, len) = (
+            u32::from_le_bytes(at) as usize,
+            u32::from_le_bytes(len) as usize,
+        );
+        let kept = page_size
+            .checked_sub(len)
+            .filter(|_| at + len <= page_size)
+            .ok_or("a page's zeros do not fit it")?;
+        let body = payload.get(12..12 + kept).ok_or("a page is cut short")?;
+        if no == 0 {
+            return Err("a record names page 0".into());
+        }
+        let end = no * page_size;
+        if image.len() < end {
+            image.resize(end, 0);
+        }
+        let page = &mut image[end - page_size..end];
+        page[..at].copy_from_slice(&body[..at]);
+        page[at..at + len].fill(0);
+        page[at + len..].copy_from_slice(&body[at..]);
+        payload = &payload[12 + kept..];
+    }
+    Ok(())
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -250,4 +346,40 @@ pub fn next_seq(to: &Path) -> Result<u64> {
         }
     }
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_kept_without_its_zeros_comes_back_whole() {
+        let size = 4096;
+        let mut pages = Vec::new();
+        let mut sparse = vec![0u8; size];
+        sparse[..100].fill(7);
+        sparse[4000..].fill(9);
+        let full: Vec<u8> = (0..size).map(|i| (i % 251) as u8 + 1).collect();
+        for (no, page) in [(3u32, sparse), (1, vec![0u8; size]), (2, full)] {
+            let mut frame = no.to_be_bytes().to_vec();
+            frame.resize(FRAME_HEADER, 0);
+            frame.extend_from_slice(&page);
+            pages.push((no, page, frame));
+        }
+        let mut payload = Vec::new();
+        for (_, _, frame) in &pages {
+            put_page(&mut payload, &frame[..4], &frame[FRAME_HEADER..]);
+        }
+        assert!(
+            payload.len() < size + 200 + 200 + 3 * 12 + 104,
+            "zeros are not kept"
+        );
+        let mut image = Vec::new();
+        assert_eq!(apply_pages(&mut image, size, &payload), Ok(()));
+        for (no, page, _) in &pages {
+            let at = (*no as usize - 1) * size;
+            assert_eq!(&image[at..at + size], &page[..], "page {no}");
+        }
+        assert!(apply_pages(&mut image, size, &payload[..payload.len() - 1]).is_err());
+    }
 }
