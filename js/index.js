@@ -50,7 +50,8 @@ async function open(options) {
   shipper?.start();
   const archiveStats = () => {
     const a = native.archiveStats();
-    return a === null || shipper === null ? a : { ...a, failure: a.failure ?? shipper.failure, shipped: shipper.shipped };
+    if (a == null) return null;
+    return { records: a.records, segments: a.segments, bytes: a.bytes, bases: a.bases, failure: a.failure ?? shipper?.failure ?? null };
   };
   const host = new Host(native, commits, { ...o, onClose: () => control?.close(), afterClose: () => shipper?.close(), archiveStats });
   if (o.control) control = await require('./control/server').startControl(host, o.dir);

@@ -129,3 +129,36 @@ test('retain prunes old bases and segments, and a moment before the archive begi
   t.deepEqual(r.failed, []);
   t.is(r.workers.length, 4);
 });
+
+test('a destination that cannot be written is reported, its records kept and written once it can, and nothing is lost', async (t) => {
+  const root = tmpDir(t);
+  const to = path.join(root, 'archive');
+  const host = await open({ dir: path.join(root, 'data'), archive: { to }, control: false });
+  class Tally extends DurableWorker {
+    add(n) {
+      this.state.set(`k${n}`, n);
+    }
+
+    count() {
+      return [...this.state.keys()].length;
+    }
+  }
+  await host.get(Tally, 'a').add(0);
+  await new Promise((r) => setTimeout(r, 300));
+  // The segments' directory becomes a file: every write there fails.
+  fs.renameSync(path.join(to, 'log'), path.join(to, 'log-aside'));
+  fs.writeFileSync(path.join(to, 'log'), 'in the way');
+  for (let i = 1; i <= 20; i++) await host.get(Tally, 'a').add(i);
+  await new Promise((r) => setTimeout(r, 500));
+  t.regex(host.stats().archive.failure ?? '', /log/, 'the failure is reported');
+  fs.rmSync(path.join(to, 'log'));
+  fs.renameSync(path.join(to, 'log-aside'), path.join(to, 'log'));
+  await new Promise((r) => setTimeout(r, 500));
+  t.is(host.stats().archive.failure, null, 'cleared once a segment is written');
+  await host.close();
+  const r = await restore(to, path.join(root, 'back'));
+  t.deepEqual(r.failed, []);
+  const again = await open({ dir: path.join(root, 'back'), control: false });
+  t.teardown(() => again.close());
+  t.is(await again.get(Tally, 'a').count(), 21, 'every write, those made while the destination failed too');
+});

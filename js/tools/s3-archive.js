@@ -69,7 +69,6 @@ class S3Shipper {
   #running = null;
   /** The last failure to ship, until a shipment succeeds. */
   failure = null;
-  shipped = 0;
 
   /**
    * @param {S3Target} target
@@ -133,7 +132,6 @@ class S3Shipper {
     const { PutObjectCommand } = sdk();
     const body = fs.readFileSync(path.join(this.#spool, rel));
     await this.#target.client.send(new PutObjectCommand({ Bucket: this.#target.bucket, Key: `${this.#target.prefix ?? ''}${rel}`, Body: body }));
-    this.shipped++;
   }
 
   /** The rule of src/archive/base.rs `prune`, applied to the bucket. */
