@@ -39,12 +39,29 @@ export interface OpenOptions {
 
 /** Options of `open({ archive })`. */
 export interface ArchiveOptions {
-  /** The archive's directory, outside `dir` (another disk, a network mount). */
-  to: string;
+  /** The archive's directory, outside `dir` (another disk, a network mount); or give `s3`. */
+  to?: string;
+  /**
+   * Instead of `to`: a bucket of S3-compatible storage, through the caller's
+   * `S3Client` (`@aws-sdk/client-s3`, an optional peer dependency). The
+   * archive is written to `spool` and shipped from there every 500 ms.
+   */
+  s3?: S3Archive;
+  /** With `s3`: the local directory the archive is written to first. Default `<dir>.archive-spool`. */
+  spool?: string;
   /** How far back a restore must stay possible: ms, or `'7d'`, `'12h'`, `'30m'`, `'90s'`. Default `'7d'`. */
   retain?: number | string;
   /** How often a base snapshot is taken (one is taken at open). Default `'1d'`. */
   baseEvery?: number | string;
+}
+
+/** An archive in a bucket. */
+export interface S3Archive {
+  /** An `S3Client` of `@aws-sdk/client-s3`. */
+  client: { send(command: unknown): Promise<unknown> };
+  bucket: string;
+  /** Key prefix, `''` by default; ends with `/` when not empty. */
+  prefix?: string;
 }
 
 /** What the continuous archive has done since `open()`. */
@@ -123,7 +140,7 @@ export interface RestoreReport {
  * `at` before the snapshot was finished.
  */
 export function restore(
-  from: string,
+  from: string | { s3: S3Archive },
   to: string,
   options?: {
     /** `Class/id` names: restore only these workers. */

@@ -84,7 +84,7 @@ run('S3: restored from the bucket to several moments after a SIGKILL, every work
 
 run('S3: a host that closes ships everything, its next open numbers on from the bucket, and the spool empties', async (t) => {
   const root = tmpDir(t);
-  const { s3 } = await bucketOn(t);
+  const { endpoint, s3 } = await bucketOn(t);
   const spool = path.join(root, 'spool');
   const archive = { s3: { client: s3, bucket: 'archive', prefix: 'shop/' }, spool };
   for (let round = 0; round < 2; round++) {
@@ -102,6 +102,12 @@ run('S3: a host that closes ships everything, its next open numbers on from the 
   const r = await restore({ s3: { client: s3, bucket: 'archive', prefix: 'shop/' } }, path.join(root, 'back'));
   t.deepEqual(r.failed, []);
   t.is(r.workers.length, 3);
+  // The command line, from the bucket.
+  const { cli } = require('../helpers/control');
+  const env = { ...process.env, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+  const c = await cli(['restore', 's3://archive/shop', path.join(root, 'cli'), '--endpoint', endpoint, '--only', 'Note/n1'], { env });
+  t.is(c.status, 0, c.stderr);
+  t.regex(c.stdout, /restored 1 worker\(s\)/);
   const host = await open({ dir: path.join(root, 'back'), control: false });
   t.teardown(() => host.close());
   class Note extends DurableWorker {

@@ -6,7 +6,7 @@ const { parse, withUsage, UsageError } = require('./args');
 /** Exit codes of this command; 0, 1 and 2 mean what they mean for every command. */
 const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2 });
 
-const help = `usage: durable-workers restore <snapshot-or-archive> <newdir> [--only Class/id ...] [--at <time>] [--json]
+const help = `usage: durable-workers restore <snapshot-or-archive> <newdir> [--only Class/id ...] [--at <time>] [--endpoint <url>] [--json]
 
 Makes <newdir> (new or empty) a durable directory holding the workers of a
 snapshot taken by \`durable-workers backup\`, or of a continuous archive
@@ -19,6 +19,9 @@ others are restored.
   --at <time>       the moment wanted (ISO 8601 or epoch ms): any an archive
                     retains (its latest by default); a snapshot refuses one
                     before it finished
+  --endpoint <url>  for an archive in a bucket (s3://bucket/prefix/): the
+                    S3-compatible server, when it is not AWS; credentials and
+                    region come from the AWS SDK's usual sources (AWS_* variables)
   --json            print the report as JSON
 
 exit codes:
@@ -35,7 +38,7 @@ exit codes:
  */
 async function run(args, io) {
   return withUsage(help, io, async () => {
-    const { values, positionals } = parse(args, { json: { type: 'boolean' }, only: { type: 'string', multiple: true }, at: { type: 'string' } });
+    const { values, positionals } = parse(args, { json: { type: 'boolean' }, only: { type: 'string', multiple: true }, at: { type: 'string' }, endpoint: { type: 'string' } });
     if (positionals.length !== 2) throw new UsageError(`restore needs a snapshot and a new directory (got ${positionals.length} argument(s))`);
     for (const name of values.only ?? []) {
       if (!/^[^/]+\/.+$/.test(name)) throw new UsageError(`--only takes Class/id, got ${JSON.stringify(name)}`);
@@ -44,7 +47,7 @@ async function run(args, io) {
     const { restore } = require('../tools/backup');
     let report;
     try {
-      report = await restore(positionals[0], positionals[1], { only: values.only, at });
+      report = await restore(source(positionals[0], values.endpoint), positionals[1], { only: values.only, at });
     } catch (err) {
       if (typeof err?.code !== 'string' || !err.code.startsWith('ERR_DURABLE_')) throw err;
       io.stderr.write(`durable-workers restore: ${err.code}: ${err.message}\n`);
@@ -63,6 +66,24 @@ async function run(args, io) {
     }
     return report.failed.length === 0 ? EXIT.OK : EXIT.FAILED;
   });
+}
+
+/** A path, or `s3://bucket/prefix/` with an S3Client made from the SDK's usual settings. */
+function source(text, endpoint) {
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(text);
+  if (m === null) {
+    if (endpoint !== undefined) throw new UsageError('--endpoint is for an archive in a bucket (s3://bucket/prefix/)');
+    return text;
+  }
+  const prefix = m[2] === '' || m[2].endsWith('/') ? m[2] : `${m[2]}/`;
+  let S3Client;
+  try {
+    ({ S3Client } = require('@aws-sdk/client-s3'));
+  } catch {
+    throw new UsageError('an archive in a bucket needs the AWS SDK: npm install @aws-sdk/client-s3');
+  }
+  const client = new S3Client({ region: process.env.AWS_REGION ?? 'us-east-1', ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
+  return { s3: { client, bucket: m[1], prefix } };
 }
 
 /** `--at`: epoch ms or an ISO 8601 time. */
