@@ -78,7 +78,7 @@ test('garbage gets an error reply and a closed connection; an unknown op an erro
   t.is(r1.result.calls, 1);
   const r2 = await good.next();
   t.like(r2, { id: 'two', ok: false, code: 'ERR_DURABLE_CONTROL' });
-  t.regex(r2.message, /unknown operation "frobnicate"; the operations are: metrics, stats, summary, (test\.echo, )?top$/);
+  t.regex(r2.message, /unknown operation "frobnicate"; the operations are: backup, metrics, stats, summary, (test\.echo, )?top$/);
   t.like(await good.next(), { id: 3, ok: false, code: 'ERR_DURABLE_CONTROL', message: 'params.alarms must be a whole number from 0 to 10000, got "x"' });
   t.like(await good.next(), { id: 4, ok: false, code: 'ERR_DURABLE_CONTROL', message: 'stats: params must be an object' });
   t.like(await good.next(), { id: 5, ok: true });

@@ -8,12 +8,11 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const { fork } = require('node:child_process');
 const { open, restore, DurableWorker } = require('durable-workers');
 const { tmpDir } = require('../helpers/tmp');
 const { motoPath, startMoto, client } = require('../helpers/moto');
+const { loadThenKill } = require('../helpers/archive-load');
 
-const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load.js');
 /** The lag docs/backups.md states for S3: a spool shipped every 500 ms, a put, and a segment's 200 ms. */
 const LAG_MS = 2000;
 const run = motoPath() ? test : test.skip;
@@ -38,21 +37,7 @@ async function bucketOn(t) {
 run('S3: restored from the bucket to several moments after a SIGKILL, every worker holds each write acknowledged by then and none begun after', async (t) => {
   const root = tmpDir(t);
   const { endpoint, s3 } = await bucketOn(t);
-  const child = fork(LOAD, [path.join(root, 'data'), path.join(root, 'spool'), '1500ms', endpoint, 'archive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  t.teardown(() => child.kill('SIGKILL'));
-  const ops = [];
-  await new Promise((resolve, reject) => {
-    child.on('message', (m) => {
-      if (m.ready) resolve();
-      if (m.ops) ops.push(...m.ops);
-    });
-    child.once('exit', (code) => reject(new Error(`the load exited (${code}) before it was ready`)));
-  });
-  const started = Date.now();
-  await new Promise((r) => setTimeout(r, 4000));
-  const killedAt = Date.now();
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
+  const { ops, started, killedAt } = await loadThenKill(t, [path.join(root, 'data'), path.join(root, 'spool'), '1500ms', endpoint, 'archive'], 4000);
   t.true(ops.length > 500, `${ops.length} writes acknowledged`);
 
   const moments = [0.2, 0.5, 0.8].map((f) => Math.round(started + f * (killedAt - LAG_MS - started)));

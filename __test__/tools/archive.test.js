@@ -7,11 +7,10 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const { fork } = require('node:child_process');
 const { open, restore, DurableWorker } = require('durable-workers');
 const { tmpDir } = require('../helpers/tmp');
+const { loadThenKill } = require('../helpers/archive-load');
 
-const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load.js');
 /** The lag the docs state for a directory: a write acknowledged this long before a kill is archived. */
 const LAG_MS = 1000;
 
@@ -23,26 +22,6 @@ class Ledger extends DurableWorker {
     const docs = await this.state.collection('lines').find({ scan: true });
     return { keys: [...keys], docs: docs.length };
   }
-}
-
-/** Runs the load for `ms`, SIGKILLs it; the ops it reported and when it was killed. */
-async function loadThenKill(t, dir, to, ms, baseEvery = '1d') {
-  const child = fork(LOAD, [dir, to, baseEvery], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  t.teardown(() => child.kill('SIGKILL'));
-  const ops = [];
-  await new Promise((resolve, reject) => {
-    child.on('message', (m) => {
-      if (m.ready) resolve();
-      if (m.ops) ops.push(...m.ops);
-    });
-    child.once('exit', (code) => reject(new Error(`the load exited (${code}) before it was ready`)));
-  });
-  const started = Date.now();
-  await new Promise((r) => setTimeout(r, ms));
-  const killedAt = Date.now();
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
-  return { ops, started, killedAt };
 }
 
 /** Every worker's keys in a restored directory. */
@@ -63,7 +42,7 @@ async function contents(dir) {
 test('restored to several moments after a SIGKILL, every worker holds each write acknowledged by then and none begun after', async (t) => {
   const root = tmpDir(t);
   const to = path.join(root, 'archive');
-  const { ops, started, killedAt } = await loadThenKill(t, path.join(root, 'data'), to, 2500, '700ms');
+  const { ops, started, killedAt } = await loadThenKill(t, [path.join(root, 'data'), to, '700ms'], 2500);
   t.true(ops.length > 500, `${ops.length} writes acknowledged`);
   const moments = [0.15, 0.35, 0.55, 0.75].map((f) => Math.round(started + f * (killedAt - LAG_MS - started)));
   for (const [i, at] of [...moments, undefined].entries()) {
@@ -93,7 +72,7 @@ test('restored to several moments after a SIGKILL, every worker holds each write
 test('a damaged segment fails the worker whose record it hits, by name, and the others are restored', async (t) => {
   const root = tmpDir(t);
   const to = path.join(root, 'archive');
-  await loadThenKill(t, path.join(root, 'data'), to, 800);
+  await loadThenKill(t, [path.join(root, 'data'), to, '1d'], 800);
   const segments = fs.readdirSync(path.join(to, 'log')).filter((f) => f.endsWith('.seg'));
   const largest = segments.map((f) => path.join(to, 'log', f)).sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
   const bytes = fs.readFileSync(largest);

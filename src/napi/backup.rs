@@ -25,6 +25,20 @@ fn failures(report: &mut BackupReport, failed: Vec<(String, String)>) {
     }
 }
 
+/// A restore's report: the workers restored, and the files that were not.
+fn restored(
+    (workers, failed): (Vec<crate::backup::Restored>, crate::backup::Failed),
+) -> BackupReport {
+    let mut out = empty();
+    for r in workers {
+        out.files.push(r.file);
+        out.classes.push(r.class);
+        out.ids.push(r.id);
+    }
+    failures(&mut out, failed);
+    out
+}
+
 fn empty() -> BackupReport {
     BackupReport {
         files: Vec::new(),
@@ -116,23 +130,13 @@ pub fn restore_snapshot<'env>(
             durability,
         )
     });
-    promise(env, fut, |(restored, failed)| {
-        let mut out = empty();
-        for r in restored {
-            out.files.push(r.file);
-            out.classes.push(r.class);
-            out.ids.push(r.id);
-        }
-        failures(&mut out, failed);
-        out
-    })
+    promise(env, fut, restored)
 }
 
 /// Where a worker's file lives inside a durable directory, `/`-separated.
 #[napi]
 pub fn worker_file(class_name: String, id: String) -> String {
-    let path = crate::layout::worker_path(std::path::Path::new(""), &class_name, &id);
-    path.to_string_lossy().replace('\\', "/")
+    crate::archive::restore::rel_path(&class_name, &id)
 }
 
 /// Restores the archive at `from` into `to` (new or empty) as it was at `at`
@@ -157,14 +161,5 @@ pub fn restore_archive<'env>(
             durability,
         )
     });
-    promise(env, fut, |(restored, failed)| {
-        let mut out = empty();
-        for r in restored {
-            out.files.push(r.file);
-            out.classes.push(r.class);
-            out.ids.push(r.id);
-        }
-        failures(&mut out, failed);
-        out
-    })
+    promise(env, fut, restored)
 }
