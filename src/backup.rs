@@ -123,7 +123,11 @@ pub(crate) fn copy_workers(
     let names = worker_files(engine.dir());
     let copied = in_parallel(&names, |name: &String| {
         engine.check_open()?;
-        let src = engine.dir().join(name);
+        // Joined part by part, as `layout::worker_path` does: the handles are
+        // found by the path's text.
+        let src = name
+            .split('/')
+            .fold(engine.dir().to_path_buf(), |p, part| p.join(part));
         let dst = dest.join(name);
         copy_worker(engine, &src, |bytes| {
             let mut c = write_out(&dst, name, bytes)?;
@@ -155,6 +159,8 @@ fn copy_worker<T>(
 ) -> Result<Option<T>> {
     let started = std::time::Instant::now();
     loop {
+        // A host closing stops a copy waiting for a worker.
+        engine.check_open()?;
         match engine.handles.claim(src) {
             Claim::Handle(worker) => match worker.with_image(&copy)? {
                 Image::Copied(out) => return Ok(Some(out)),

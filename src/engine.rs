@@ -397,9 +397,10 @@ impl Worker {
             {
                 f.abandon();
             }
-            self.engine.handles.forget(self);
             // The sync's error is the one to report; a failed cut adds nothing.
             let _ = unsynced.discard(&self.path);
+            // Only once the failed commit is cut may a snapshot open the file.
+            self.engine.handles.forget(self);
             return Err(e);
         }
         if unsynced.syncs() {
@@ -509,7 +510,18 @@ impl Worker {
     pub fn close(&self) -> Result<()> {
         let mut file = self.file.lock();
         let out = match std::mem::replace(&mut *file, FileState::Closed) {
-            FileState::Open(f) => f.close(),
+            FileState::Open(f) => {
+                if let Some(a) = &self.engine.archive {
+                    match f.unshipped() {
+                        Ok(Some(pages)) => {
+                            a.record(&self.path, &self.class, &self.id, Change::Pages(pages))
+                        }
+                        Ok(None) => {}
+                        Err(e) => a.lost(&self.path, &e),
+                    }
+                }
+                f.close()
+            }
             _ => Ok(()),
         };
         drop(file);
@@ -539,7 +551,8 @@ impl Worker {
     /// Closes and removes the file; true if there was one.
     pub fn remove_file(&self) -> Result<bool> {
         self.close()?;
-        self.engine.handles.wait_unpinned(&self.path);
+        // Pinned, so that no copy reads the file while it goes.
+        let _pin = self.engine.handles.hold(&self.path);
         let removed = crate::files::remove_files(&self.path)?;
         if let (true, Some(a)) = (removed, &self.engine.archive) {
             a.record(&self.path, &self.class, &self.id, Change::Removed);
@@ -562,6 +575,8 @@ impl Worker {
             FileState::Open(f) => f.with_image(copy).map(Image::Copied),
             FileState::Closed => Ok(Image::Closed),
             FileState::Unopened | FileState::Absent | FileState::Made => {
+                // Another copy may have pinned it before this handle was made.
+                self.engine.handles.wait_unpinned(&self.path);
                 crate::backup::closed_image(&self.path, self.engine.durability, copy)
             }
         }

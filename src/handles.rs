@@ -111,6 +111,22 @@ impl Handles {
         })
     }
 
+    /// Pins `path` whether or not a handle is alive (waiting for another
+    /// pin first): a handle removing its file.
+    pub fn hold(&self, path: &Path) -> Pin<'_> {
+        let k = key(path);
+        let mut inner = self.inner.lock();
+        while inner.pinned.contains(&k) {
+            self.unpinned.wait(&mut inner);
+        }
+        inner.pinned.insert(k);
+        self.pins.fetch_add(1, Ordering::SeqCst);
+        Pin {
+            handles: self,
+            key: k,
+        }
+    }
+
     /// Forgets `worker` if it is still the handle on its file (it closed).
     pub fn forget(&self, worker: &Worker) {
         let k = key(worker.path());

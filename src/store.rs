@@ -333,6 +333,19 @@ impl WorkerFile {
         f(&image)
     }
 
+    /// The log's frames no commit has shipped to an archive yet (a
+    /// backfill's, an open's): read before [`WorkerFile::close`] empties it.
+    pub fn unshipped(&self) -> Result<Option<crate::wal::Pages>> {
+        let frames: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+            .map_err(|e| Error::sqlite("checkpoint", &self.path, e))?;
+        if frames <= 0 {
+            return Ok(None);
+        }
+        self.wal.pending(frames as u64).pages()
+    }
+
     /// [`WorkerFile::with_image`] for a file no connection holds whose log
     /// has frames: opened, read, and closed (which checkpoints it, as the
     /// worker's next open would).

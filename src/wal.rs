@@ -138,6 +138,25 @@ impl Wal {
         self.frames.store(-1, Ordering::Relaxed);
     }
 
+    /// The log's first `frames` frames as an archive reads them: what
+    /// writes that ship with no commit of their own (a backfill) left, read
+    /// before the log is emptied at close.
+    pub fn pending(&self, frames: u64) -> Unsynced {
+        Unsynced {
+            file: None,
+            log: Some((
+                self.path.clone(),
+                frames,
+                self.frame_bytes,
+                self.shipped.clone(),
+            )),
+            commit_frame_at: 0,
+            checkpoint: false,
+            #[cfg(test)]
+            fail_sync: false,
+        }
+    }
+
     /// The commit just written, for a commit thread to sync.
     pub fn written(&mut self) -> Result<Unsynced> {
         let frames = self.frames.swap(-1, Ordering::Relaxed);
@@ -232,6 +251,9 @@ impl Unsynced {
         } else {
             0
         };
+        if from >= *frames {
+            return Ok(None);
+        }
         let mut bytes = vec![0u8; ((frames - from) * frame_bytes) as usize];
         crate::files::read_exact_at(log, &mut bytes, HEADER_BYTES + from * frame_bytes)
             .map_err(io)?;

@@ -104,6 +104,13 @@ test('retain prunes old bases and segments, and a moment before the archive begi
   t.true(stats.bases >= 3, `${stats.bases} bases taken`);
   t.true(fs.readdirSync(path.join(to, 'base')).length < stats.bases, 'older bases were deleted');
   await t.throwsAsync(restore(to, path.join(root, 'r0'), { at: before }), { code: 'ERR_DURABLE_BACKUP', message: /begins at/ });
+  const unknown = await restore(to, path.join(root, 'r2'), { only: ['Note/nobody'] });
+  t.deepEqual(unknown.workers, []);
+  t.regex(unknown.failed[0]?.reason ?? '', /holds no such worker/, 'a worker asked for and not there is named');
+  await t.throwsAsync(open({ dir: path.join(root, 'relaxed'), durability: 'relaxed', archive: { to: path.join(root, 'a2') } }), {
+    instanceOf: RangeError,
+    message: /archive needs durability 'full'/,
+  });
   const r = await restore(to, path.join(root, 'r1'));
   t.deepEqual(r.failed, []);
   t.is(r.workers.length, 4);

@@ -78,7 +78,12 @@ function validate(options) {
     throw new TypeError(`open(): control must be true (serve inspect and top on a control socket) or false, got ${JSON.stringify(o.control) ?? String(o.control)}`);
   }
   if (o.shards !== undefined) o.shards = shards(o.shards);
-  if (o.archive !== undefined) o.archive = archive(o.archive, o.dir);
+  if (o.archive !== undefined) {
+    // Relaxed commits reach the disk at checkpoints: an archive synced every
+    // 200 ms could hold writes a power cut took from the worker.
+    if (o.durability === 'relaxed') throw new RangeError("open(): archive needs durability 'full': with 'relaxed', the archive could hold writes a power loss takes from the worker");
+    o.archive = archive(o.archive, o.dir);
+  }
   return o;
 }
 

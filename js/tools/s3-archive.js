@@ -143,19 +143,24 @@ class S3Shipper {
     for (const key of keys) {
       const m = new RegExp(`^${escape(prefix)}base/([0-9a-f]{16})/base\\.idx$`).exec(key);
       if (!m) continue;
+      // The index's head: magic, the number taken when the base began, its start and end times.
       const r = await this.#target.client.send(new GetObjectCommand({ Bucket: this.#target.bucket, Key: key, Range: 'bytes=0-31' }));
       const head = Buffer.from(await r.Body.transformToByteArray());
-      bases.push({ seq: Number.parseInt(m[1], 16), finished: Number(head.readBigInt64LE(24)) });
+      bases.push({ dir: m[1], first: Number(head.readBigUInt64LE(8)), finished: Number(head.readBigInt64LE(24)) });
     }
-    bases.sort((a, b) => a.seq - b.seq);
+    bases.sort((a, b) => a.first - b.first);
     const horizon = Date.now() - this.#retainMs;
     const keep = bases.filter((b) => b.finished <= horizon).pop();
     if (keep === undefined) return;
+    const firstOf = new Map(bases.map((b) => [b.dir, b.first]));
     const doomed = keys.filter((key) => {
       const rel = key.slice(prefix.length);
       const seg = /^log\/[0-9a-f]{16}-([0-9a-f]{16})\.seg$/.exec(rel);
       const base = /^base\/([0-9a-f]{16})\//.exec(rel);
-      return (seg && Number.parseInt(seg[1], 16) < keep.seq) || (base && Number.parseInt(base[1], 16) < keep.seq);
+      if (seg) return Number.parseInt(seg[1], 16) < keep.first;
+      // A base without its index in the bucket is named by a number past every one it holds.
+      if (base) return (firstOf.get(base[1]) ?? Number.parseInt(base[1], 16)) < keep.first;
+      return false;
     });
     for (let i = 0; i < doomed.length; i += 1000) {
       await this.#target.client.send(new DeleteObjectsCommand({ Bucket: this.#target.bucket, Delete: { Objects: doomed.slice(i, i + 1000).map((Key) => ({ Key })) } }));
@@ -176,9 +181,10 @@ async function download(target, dir) {
   for (const { key } of keys) {
     const rel = key.slice(prefix.length);
     // Only the archive's own layout, never a key that climbs out of `dir`.
-    if (!/^(log\/[0-9a-f]{16}-[0-9a-f]{16}\.seg|base\/[0-9a-f]{16}\/(base\.idx|[^/]+\/[0-9a-f]{2}\/[0-9a-f]{64}\.db))$/.test(rel) || rel.split('/').includes('..')) continue;
+    if (!/^(log\/[0-9a-f]{16}-[0-9a-f]{16}\.seg|base\/[0-9a-f]{16}\/(base\.idx|[^/\\]+\/[0-9a-f]{2}\/[0-9a-f]{64}\.db))$/.test(rel) || rel.split('/').includes('..')) continue;
+    const file = path.resolve(dir, rel);
+    if (!file.startsWith(path.resolve(dir) + path.sep)) continue;
     const r = await target.client.send(new GetObjectCommand({ Bucket: target.bucket, Key: key }));
-    const file = path.join(dir, rel);
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     fs.writeFileSync(file, await r.Body.transformToByteArray(), { mode: 0o600 });
   }

@@ -40,7 +40,8 @@ pub struct BaseFile {
 #[derive(Clone, Debug)]
 pub struct Base {
     pub dir: PathBuf,
-    /// The sequence number that names it: every record before it is in it.
+    /// The sequence number taken when it began: every record before it is
+    /// in it. (Its directory is named by one taken when it ended.)
     pub first_seq: u64,
     pub started: i64,
     pub finished: i64,
@@ -68,6 +69,17 @@ pub fn take(engine: &Engine) -> Result<Base> {
         });
     }
     crate::backup::sync_tree(&dir)?;
+    // Renamed to a number past every mark in it: what the destination's
+    // names say is its last number must be, so that a process started after
+    // a kill never numbers a record as one a base already holds.
+    let named = archive
+        .config()
+        .to
+        .join("base")
+        .join(format!("{:016x}", archive.take_seq()));
+    fs::rename(&dir, &named).map_err(|e| Error::io(format!("rename {}", dir.display()), e))?;
+    files::sync_dir(&archive.config().to.join("base"))?;
+    let dir = named;
     let files = report
         .files
         .into_iter()

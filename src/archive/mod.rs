@@ -22,8 +22,8 @@
 //!
 //! ```text
 //! <to>/log/<first seq, 16 hex digits>.seg     records
-//! <to>/base/<first seq>/...                   a base: worker files as in a durable directory
-//! <to>/base/<first seq>/base.idx              its index, written last: a base without one is unfinished
+//! <to>/base/<seq>/...                         a base: worker files as in a durable directory
+//! <to>/base/<seq>/base.idx                    its index, written last: a base without one is unfinished
 //! ```
 
 pub mod base;
@@ -178,9 +178,10 @@ impl Archive {
     /// its chain is cut, so that a restore past this point fails that worker
     /// by name instead of silently missing the commit.
     pub fn lost(&self, path: &Path, why: &Error) {
-        // No record is numbered so: the next one's `prev` matches nothing
+        // A number no record has: the next record's `prev` matches nothing
         // but a base copy made since, which holds the lost commit.
-        self.last.lock().insert(crate::handles::key(path), u64::MAX);
+        let gap = self.take_seq();
+        self.last.lock().insert(crate::handles::key(path), gap);
         *self.failure.lock() = Some(format!(
             "a commit of {} was not archived: {why}",
             path.display()

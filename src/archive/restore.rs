@@ -76,7 +76,13 @@ pub fn restore(
     for b in &bases {
         names.extend(b.files.iter().map(|f| f.file.clone()));
     }
+    let mut unknown = Vec::new();
     if let Some(only) = only {
+        unknown = only
+            .iter()
+            .filter(|n| !names.contains(*n))
+            .cloned()
+            .collect();
         names.retain(|n| only.contains(n));
     }
     let names: Vec<String> = names.into_iter().collect();
@@ -108,6 +114,9 @@ pub fn restore(
             Ok(None) => {}
             Err(e) => failed.push((name.clone(), e.to_string())),
         }
+    }
+    for name in unknown {
+        failed.push((name, "the archive holds no such worker".into()));
     }
     backup::finish_restore(to, &restored, durability)?;
     Ok((restored, failed))
@@ -182,7 +191,18 @@ fn rebuild(
         ..
     }) = start
     else {
-        return Ok(None);
+        // Made after the moment: it did not exist then. Otherwise it did, and
+        // every copy of it holds something made after the moment.
+        let created_later = records
+            .first()
+            .is_some_and(|r| r.entry.kind == KIND_IMAGE && r.entry.at > at);
+        if created_later {
+            return Ok(None);
+        }
+        return Err(fail(
+            "no copy of it holds it as it was then: it was written between that moment and its copy in the earliest base that could serve"
+                .into(),
+        ));
     };
     if let Some((_, last, why)) = damaged
         .iter()
@@ -243,8 +263,22 @@ fn image_of(e: &Entry, payload: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let mut image = Vec::new();
     segment::apply_pages(&mut image, e.page_size as usize, payload)
         .map_err(|why| format!("its record {}: {why}", e.seq))?;
-    image.resize(e.db_pages as usize * e.page_size as usize, 0);
+    resize(&mut image, e)?;
     Ok(image)
+}
+
+/// Sets the file's size to the pages its record says it has.
+fn resize(image: &mut Vec<u8>, e: &Entry) -> std::result::Result<(), String> {
+    let pages = e.db_pages as usize;
+    if pages > segment::MAX_PAGES {
+        return Err(format!("its record {} gives it {pages} pages", e.seq));
+    }
+    let len = pages * e.page_size as usize;
+    image
+        .try_reserve(len.saturating_sub(image.len()))
+        .map_err(|_| format!("its record {} gives it {len} bytes", e.seq))?;
+    image.resize(len, 0);
+    Ok(())
 }
 
 /// Writes a commit's pages into a database file's bytes.
@@ -256,7 +290,7 @@ fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<
     segment::apply_pages(image, size, payload)
         .map_err(|why| format!("its record {}: {why}", e.seq))?;
     if e.db_pages > 0 {
-        image.resize(e.db_pages as usize * size, 0);
+        resize(image, e)?;
     }
     Ok(())
 }

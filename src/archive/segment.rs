@@ -124,6 +124,15 @@ fn put_page(out: &mut Vec<u8>, number: &[u8], page: &[u8]) {
     out.extend_from_slice(&page[at + len..]);
 }
 
+/// SQLite's largest page number: anything past it is damage, and would ask
+/// for an absurd allocation.
+pub const MAX_PAGES: usize = 0xffff_fffe;
+
+/// A page size SQLite uses: a power of two from 512 to 65536.
+pub fn valid_page_size(size: usize) -> bool {
+    size.is_power_of_two() && (512..=65536).contains(&size)
+}
+
 /// A database file's page size, from its header (a whole file of bytes
 /// that is not one is kept as a single page).
 fn page_size_of(file: &[u8]) -> usize {
@@ -165,6 +174,9 @@ pub fn apply_pages(
     page_size: usize,
     mut payload: &[u8],
 ) -> std::result::Result<(), String> {
+    if !valid_page_size(page_size) {
+        return Err(format!("a page size of {page_size} is not SQLite's"));
+    }
     while !payload.is_empty() {
         let word = |b: &[u8], i: usize| b.get(i..i + 4).and_then(|s| <[u8; 4]>::try_from(s).ok());
         let (Some(no), Some(at), Some(len)) =
@@ -182,11 +194,14 @@ pub fn apply_pages(
             .filter(|_| at + len <= page_size)
             .ok_or("a page's zeros do not fit it")?;
         let body = payload.get(12..12 + kept).ok_or("a page is cut short")?;
-        if no == 0 {
-            return Err("a record names page 0".into());
+        if no == 0 || no > MAX_PAGES {
+            return Err(format!("a record names page {no}"));
         }
         let end = no * page_size;
         if image.len() < end {
+            image
+                .try_reserve(end - image.len())
+                .map_err(|_| format!("page {no} is past what can be held"))?;
             image.resize(end, 0);
         }
         let page = &mut image[end - page_size..end];
