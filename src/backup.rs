@@ -544,19 +544,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::engine::tests::set;
     use crate::engine::Worker;
-    use crate::store::{Batch, Row};
-
-    fn set(key: &str, v: &[u8]) -> Batch {
-        Batch {
-            sets: vec![Row {
-                key: key.into(),
-                tag: 1,
-                value: v.to_vec(),
-            }],
-            ..Batch::default()
-        }
-    }
 
     /// Whether the worker's image holds `key`, read from a copy of it.
     fn image_has(w: &Worker, key: &str, at: &Path) -> Result<Option<bool>> {

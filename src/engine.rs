@@ -598,7 +598,7 @@ impl Worker {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::Row;
 
@@ -606,7 +606,8 @@ mod tests {
         Ok(Arc::new(Engine::open(dir, Durability::Full)?))
     }
 
-    fn set(key: &str, v: &[u8]) -> Batch {
+    /// A batch that sets one key.
+    pub(crate) fn set(key: &str, v: &[u8]) -> Batch {
         Batch {
             sets: vec![Row {
                 key: key.into(),
