@@ -68,11 +68,11 @@ async function takeSnapshot(native, dir, dest) {
  * @property {string} dir the restored directory
  * @property {{ class: string, id: string, file: string }[]} workers the workers restored
  * @property {{ file: string, reason: string }[]} failed the files left out, and why
- * @property {number} takenAt when the snapshot was taken (epoch ms)
+ * @property {number | null} takenAt when the snapshot was taken (epoch ms); for an archive, the moment asked for, or null for its latest
  */
 
 /**
- * Restores a snapshot into `to`, a new or empty directory, and builds its
+ * Restores a snapshot or an archive into `to`, a new or empty directory, and builds its
  * catalog from the restored files. A file that fails its hash or SQLite's
  * integrity check is left out and named in `failed`; the rest are restored.
  * @param {string | { s3: import('./s3-archive').S3Target }} from a snapshot directory (with its
