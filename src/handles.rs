@@ -95,27 +95,16 @@ impl Handles {
     /// The handle on `path`, or a pin on it when there is none alive.
     pub fn claim(&self, path: &Path) -> Claim<'_> {
         let k = key(path);
-        let mut inner = self.inner.lock();
+        let inner = self.inner.lock();
         if let Some(worker) = inner.live.get(&k).and_then(Weak::upgrade) {
             return Claim::Handle(worker);
         }
         // A second snapshot of the same path waits for the first.
-        while inner.pinned.contains(&k) {
-            self.unpinned.wait(&mut inner);
-        }
-        inner.pinned.insert(k);
-        self.pins.fetch_add(1, Ordering::SeqCst);
-        Claim::Pinned(Pin {
-            handles: self,
-            key: k,
-        })
+        Claim::Pinned(self.pin(inner, k))
     }
 
-    /// Pins `path` whether or not a handle is alive (waiting for another
-    /// pin first): a handle removing its file.
-    pub fn hold(&self, path: &Path) -> Pin<'_> {
-        let k = key(path);
-        let mut inner = self.inner.lock();
+    /// Pins `k` once no one else has it pinned, under `inner`'s lock.
+    fn pin(&self, mut inner: parking_lot::MutexGuard<'_, Inner>, k: Key) -> Pin<'_> {
         while inner.pinned.contains(&k) {
             self.unpinned.wait(&mut inner);
         }
@@ -125,6 +114,12 @@ impl Handles {
             handles: self,
             key: k,
         }
+    }
+
+    /// Pins `path` whether or not a handle is alive (waiting for another
+    /// pin first): a handle removing its file.
+    pub fn hold(&self, path: &Path) -> Pin<'_> {
+        self.pin(self.inner.lock(), key(path))
     }
 
     /// Forgets `worker` if it is still the handle on its file (it closed).

@@ -204,4 +204,4 @@ function inside(a, b) {
   return rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel));
 }
 
-module.exports = { takeSnapshot, restore, MANIFEST };
+module.exports = { takeSnapshot, restore };

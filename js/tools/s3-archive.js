@@ -213,4 +213,4 @@ function escape(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-module.exports = { S3Shipper, nextSeq, download, TICK_MS };
+module.exports = { S3Shipper, nextSeq, download };

@@ -114,7 +114,7 @@ pub fn write(dir: &Path, records: &[Record]) -> Result<u64> {
 /// One log frame as a segment keeps it: its page number, the longest run of
 /// zeros in its page (where and how long, to 8 bytes), and the page without
 /// that run. A worker's pages are mostly free space, which SQLite keeps
-/// zeroed: the shop's commits shrink to a tenth.
+/// zeroed, so most of a commit's bytes are not written twice.
 fn put_page(out: &mut Vec<u8>, number: &[u8], page: &[u8]) {
     let (at, len) = longest_zeros(page);
     out.extend_from_slice(number); // big-endian, as the log has it
