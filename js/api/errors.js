@@ -27,6 +27,10 @@ const codes = Object.freeze({
   CONFIG: 'ERR_DURABLE_CONFIG',
   /** A snapshot or restore that cannot be made as asked: a target that is not empty, an incomplete or damaged snapshot, a worker it could not copy. */
   BACKUP: 'ERR_DURABLE_BACKUP',
+  /** A call (or alarm, socket handler, start()) that ran past its timeout: the worker was reset. */
+  TIMEOUT: 'ERR_DURABLE_TIMEOUT',
+  /** A worker was reset (its call timed out, or it called ctx.abort()): what its abandoned instance tries next, and calls whose writes the reset dropped. */
+  RESET: 'ERR_DURABLE_RESET',
   /** A failure inside the package itself (a broken contract between JS and the native core, a panic): a bug to report, never the disk. */
   INTERNAL: 'ERR_DURABLE_INTERNAL',
 });

@@ -10,7 +10,8 @@ const { makeStub } = require('./stub');
 const { WorkerContext } = require('./worker-context');
 const { nameOf, keyOf, cloneArgs, methodError, closedError } = require('../runtime/calls');
 const { LiveSet } = require('../runtime/live-set');
-const { current, frameFor, WaitGraph } = require('../runtime/call-chain');
+const { current, frameFor, refuseStale, WaitGraph } = require('../runtime/call-chain');
+const { stubTimeout } = require('./rules');
 const { AlarmScheduler } = require('../alarms/scheduler');
 const { catalogIndex } = require('../alarms/index-writes');
 const { SocketRegistry } = require('../sockets/websockets');
@@ -20,8 +21,8 @@ const { shardRouter } = require('../shards/host-router');
 const { Bindings } = require('./bindings');
 const { pageIds } = require('./ids');
 const { takeSnapshot } = require('../tools/backup');
-const channels = require('../observe/channels');
 const { Observer } = require('../observe/observer');
+const { hostReports } = require('../observe/reports');
 const { alarmRanOnShard } = require('../observe/trace');
 
 /** A worker the host runs: here (LiveWorker) or on a shard (RemoteWorker). */
@@ -42,7 +43,7 @@ class Host extends EventEmitter {
   /** @type {LiveSet} the materialized workers, and their eviction */
   #live;
   #graph = new WaitGraph();
-  #counts = { calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0 };
+  #counts = { calls: 0, refused: 0, alarmsFired: 0, alarmsFailed: 0, resets: 0 };
   /** Channels and metrics of calls. */
   #observe = new Observer();
   #metrics = this.#observe.metrics;
@@ -51,7 +52,9 @@ class Host extends EventEmitter {
     deliver: (key, binding, id, run, desc) => this.#socketEvent(key, binding, id, run, desc),
     gateOf: (key) => {
       const w = this.#live.get(key);
-      return w instanceof LiveWorker ? w.state.flush() : null;
+      if (!(w instanceof LiveWorker)) return null;
+      refuseStale(current(), 'a WebSocket send');
+      return w.state.flush();
     },
   });
   /** @type {ShardPool | null} */ #pool = null;
@@ -67,6 +70,7 @@ class Host extends EventEmitter {
     this.#options = options;
     this.#bindings = new Bindings(native, (Class) => this.#sharded.has(Class));
     const host = this;
+    const reports = hostReports(this, this.#counts, this.#metrics);
     /** @type {import('./worker-context').ContextPort} one for every worker's ctx */
     const ctxPort = {
       get: (w, Class, id) => host.get(Class, id),
@@ -74,20 +78,17 @@ class Host extends EventEmitter {
       list: (w, tag) => host.#sockets.list(w.key, tag),
       tags: (w, ws) => host.#sockets.tags(ws),
       autoResponse: (w, pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
+      abort: (w, reason, epoch) => w.abort(reason, epoch),
     };
     this.#live = new LiveSet({
       native,
       onIdle: (w) => host.#sockets.resume(w.key),
-      onEvicted: (info) => {
-        host.#metrics.evicted(info.class, info.reason);
-        if (channels.evict.hasSubscribers) channels.evict.publish(info);
-        host.emit('evicted', info);
-      },
+      onEvicted: (info) => reports.evicted(info),
       hostClosed: () => host.#closed,
     });
     if (options.shards !== undefined) {
       this.#pool = new ShardPool(
-        options.shards,
+        { ...options.shards, callTimeout: options.callTimeout },
         shardRouter({
           call: (binding, id, who, method, args, caller) => host.#call(binding, id, who, method, args, caller),
           bind: (Class) => host.#bind(Class),
@@ -95,14 +96,11 @@ class Host extends EventEmitter {
           sockets: host.#sockets,
           native,
           wake: (className, at) => host.#wake(className, at),
-          alarmFailed: (err, info) => host.#inner.alarmFailed(err, info),
+          alarmFailed: reports.alarmFailed,
           alarmRan: (info, err) => alarmRanOnShard(host.#metrics, info, err),
           traceOf: (traceId) => host.#observe.traceOf(traceId),
-          lost: (err, info) => {
-            host.#metrics.shardLost();
-            if (channels.shard.hasSubscribers) channels.shard.publish({ event: 'lost', shard: info.shard, error: err });
-            host.emit('shardLost', err, info);
-          },
+          lost: (err, info) => reports.shardLost(err, info),
+          reset: (info) => reports.reset(info),
         }),
       );
       for (const v of Object.values(options.shards.exports)) {
@@ -115,15 +113,14 @@ class Host extends EventEmitter {
       pool: this.#pool,
       sockets: this.#sockets,
       mailboxLimit: options.mailbox,
+      callTimeout: options.callTimeout,
       busy: (w) => host.#live.busy(w),
       idle: (w) => host.#live.idle(w),
       failed: (w) => host.#live.retire(w, null),
       ctxFor: (w) => new WorkerContext(ctxPort, w),
       alarmIndex: (className, id) => catalogIndex(native, className, id, (at) => host.#wake(className, at)),
-      alarmFailed: (err, info) => {
-        host.#counts.alarmsFailed++;
-        host.emit('alarmFailed', err, info);
-      },
+      alarmFailed: reports.alarmFailed,
+      reset: reports.reset,
       metrics: this.#metrics,
       traceOf: (traceId) => host.#observe.traceOf(traceId),
     };
@@ -139,12 +136,14 @@ class Host extends EventEmitter {
    * materialized by its first call.
    * @param {Function} Class a subclass of DurableWorker
    * @param {string} id
+   * @param {{ timeout?: number }} [options] `timeout`: ms each call through this stub may run (default: open()'s callTimeout)
    */
-  get(Class, id) {
+  get(Class, id, options) {
     const binding = this.#bind(Class);
     checkWorkerId(binding.name, id);
     const who = label(binding.name, id);
-    return makeStub((method, args) => this.#call(binding, id, who, method, args), who);
+    const timeout = stubTimeout(options, who);
+    return makeStub((method, args) => this.#call(binding, id, who, method, args, current(), timeout), who);
   }
 
   /**
@@ -259,16 +258,17 @@ class Host extends EventEmitter {
 
   // --- calls -------------------------------------------------------------
 
-  #call(binding, id, who, method, args, caller = current()) {
-    if (!this.#observe.tracing) return this.#untraced(binding, id, who, method, args, caller, undefined);
-    return this.#observe.call(binding, id, method, caller, (trace) => this.#untraced(binding, id, who, method, args, caller, trace));
+  #call(binding, id, who, method, args, caller = current(), timeout = undefined) {
+    if (!this.#observe.tracing) return this.#untraced(binding, id, who, method, args, caller, timeout, undefined);
+    return this.#observe.call(binding, id, method, caller, (trace) => this.#untraced(binding, id, who, method, args, caller, timeout, trace));
   }
 
-  #untraced(binding, id, who, method, args, caller, trace) {
+  #untraced(binding, id, who, method, args, caller, timeout, trace) {
     if (this.#closed) return this.#refuse(binding, method, closedError(who));
     const key = keyOf(binding.name, id);
     let release;
     try {
+      refuseStale(caller, `a call to ${who}`);
       if (!binding.methods.has(method)) throw methodError(binding, who, method);
       args = cloneArgs(args, who, method, this.#sockets);
       release = this.#graph.enter(caller, key, who);
@@ -276,7 +276,7 @@ class Host extends EventEmitter {
       return this.#refuse(binding, method, err);
     }
     this.#counts.calls++;
-    const frame = frameFor(caller, key, who, null);
+    const frame = frameFor(caller, key, who, null, timeout);
     if (trace !== undefined) this.#observe.enter(frame, trace);
     let p;
     // A call leaving a worker is output: it waits for that worker's writes so far.

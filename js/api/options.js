@@ -12,7 +12,7 @@ const DEFAULTS = Object.freeze({
   control: true,
 });
 
-const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'shards', 'archive']);
+const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'callTimeout', 'shards', 'archive']);
 const ARCHIVE_OPTIONS = Object.freeze(['to', 's3', 'spool', 'retain', 'baseEvery']);
 const ARCHIVE_DEFAULTS = Object.freeze({ retain: '7d', baseEvery: '1d' });
 const UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -56,7 +56,7 @@ function positiveInt(name, v, { min = 1 } = {}) {
 
 /**
  * @param {unknown} options
- * @returns {{ dir: string, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object, archive?: { to: string, s3?: object, retainMs: number, baseEveryMs: number } }}
+ * @returns {{ dir: string, callTimeout?: number, maxLive: number, evictAfter: number, mailbox: number, alarmPoll: number, durability: 'full' | 'relaxed', control: boolean, shards?: object, archive?: { to: string, s3?: object, retainMs: number, baseEveryMs: number } }}
  */
 function validate(options) {
   if (options === null || typeof options !== 'object') {
@@ -71,6 +71,7 @@ function validate(options) {
   positiveInt('evictAfter', o.evictAfter, { min: 0 });
   positiveInt('mailbox', o.mailbox);
   positiveInt('alarmPoll', o.alarmPoll);
+  if (o.callTimeout !== undefined) positiveInt('callTimeout', o.callTimeout);
   if (o.durability !== 'full' && o.durability !== 'relaxed') {
     throw new RangeError(`open(): durability must be 'full' or 'relaxed', got ${JSON.stringify(o.durability)}`);
   }

@@ -114,7 +114,22 @@ function alarmBackoff(attempt) {
   return Math.min(1000 * 2 ** (attempt - 1), 300_000);
 }
 
+/**
+ * The `timeout` of `host.get(Class, id, { timeout })`: ms, a positive
+ * integer, or Infinity for none (overriding the host's callTimeout).
+ * @returns {number | undefined}
+ */
+function stubTimeout(options, who) {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') throw new TypeError(`get(${who}): options must be an object { timeout }, got ${describe(options)}`);
+  for (const k of Object.keys(options)) if (k !== 'timeout') throw new TypeError(`get(${who}): unknown option ${k} (the only option is timeout)`);
+  const t = options.timeout;
+  if (t === undefined || t === Infinity || (Number.isInteger(t) && t > 0)) return t;
+  throw new RangeError(`get(${who}): timeout must be a positive integer of ms, or Infinity for none, got ${typeof t === 'number' ? t : describe(t)}`);
+}
+
 module.exports = {
+  stubTimeout,
   MAX_NAME_BYTES,
   MAX_VALUE_BYTES,
   MAX_STATE_BYTES,

@@ -14,12 +14,21 @@
  * @property {(worker: object, tag?: string) => object[]} list this worker's open accepted sockets
  * @property {(worker: object, ws: object) => string[]} tags the tags a socket was accepted with
  * @property {(worker: object, pair: { request: string, response: string } | null) => void} autoResponse
+ * @property {(worker: object, reason: unknown, epoch: number) => never} abort resets the worker whose instance of `epoch` asks; throws
  */
 
-/** What a worker sees as `this.ctx`. */
+/** How the runtime aborts an abandoned instance's `ctx.signal` (internal, not API). */
+const ABORT = Symbol('durable-workers.abort');
+
+/** What a worker sees as `this.ctx`: one per instance. */
 class WorkerContext {
   #port;
   #worker;
+  /** The worker's reset count when this instance was made. */
+  #epoch;
+  /** @type {AbortController | null} made when `signal` is first read */
+  #controller = null;
+  #aborted = null;
 
   /**
    * @param {ContextPort} port the host's
@@ -28,6 +37,39 @@ class WorkerContext {
   constructor(port, worker) {
     this.#port = port;
     this.#worker = worker;
+    this.#epoch = worker.epoch ?? 0;
+  }
+
+  /**
+   * Aborts when this instance is abandoned: a call or hook of it overran its
+   * deadline, or it called `abort()`. Its reason is the error the caller got.
+   * @returns {AbortSignal}
+   */
+  get signal() {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#aborted !== null) this.#controller.abort(this.#aborted);
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * Resets the worker, as Cloudflare's `ctx.abort()` does: this instance is
+   * abandoned (its writes not yet in a started commit are dropped, and its
+   * later writes, calls and sends refused), the call running gets
+   * ERR_DURABLE_RESET, and the next call runs on a fresh instance loaded
+   * from the file. Throws that error, so the code calling it stops.
+   * @param {unknown} [reason]
+   * @returns {never}
+   */
+  abort(reason) {
+    return this.#port.abort(this.#worker, reason, this.#epoch);
+  }
+
+  /** @internal the runtime abandoned this instance */
+  [ABORT](err) {
+    this.#aborted = err;
+    this.#controller?.abort(err);
   }
 
   /**
@@ -67,4 +109,4 @@ class WorkerContext {
   }
 }
 
-module.exports = { WorkerContext };
+module.exports = { WorkerContext, ABORT };

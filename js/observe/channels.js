@@ -15,6 +15,7 @@
 // Channels:
 //   durable-workers:evict   a worker closed to make room, or idle
 //   durable-workers:shard   a shard started or was lost
+//   durable-workers:reset   a worker reset: a call or hook overran its deadline, or ctx.abort()
 //
 // Events of workers on shards are published here, on the host thread. The
 // payloads are described in docs/operating.md.
@@ -26,5 +27,6 @@ const alarm = dc.tracingChannel('durable-workers:alarm');
 const socket = dc.tracingChannel('durable-workers:socket');
 const evict = dc.channel('durable-workers:evict');
 const shard = dc.channel('durable-workers:shard');
+const reset = dc.channel('durable-workers:reset');
 
-module.exports = { call, commit, alarm, socket, evict, shard };
+module.exports = { call, commit, alarm, socket, evict, shard, reset };

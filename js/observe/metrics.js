@@ -99,6 +99,7 @@ class Metrics {
   #alarms = new Family('durable_workers_alarms_total', 'counter', 'Alarm handlers run, by outcome code.', ['class', 'code']);
   #lateness = new Family('durable_workers_alarm_lateness_seconds', 'histogram', "How long after its time an alarm's handler started.", ['class']);
   #evictions = new Family('durable_workers_evictions_total', 'counter', "Workers closed by eviction, by reason ('evicted': past maxLive; 'idle': past evictAfter).", ['class', 'reason']);
+  #resets = new Family('durable_workers_resets_total', 'counter', "Workers reset, by reason ('timeout': a call or hook overran its deadline; 'abort': ctx.abort()).", ['class', 'reason']);
   #shardLosses = new Family('durable_workers_shard_losses_total', 'counter', 'Shards lost (crashed, stalled past their heartbeat, or out of memory).', []);
 
   constructor() {
@@ -145,6 +146,10 @@ class Metrics {
     this.#evictions.at(className, reason).value++;
   }
 
+  reset(className, reason) {
+    this.#resets.at(className, reason).value++;
+  }
+
   shardLost() {
     this.#shardLosses.at().value++;
   }
@@ -189,6 +194,7 @@ class Metrics {
     this.#alarms.render(out);
     this.#lateness.render(out);
     this.#evictions.render(out);
+    this.#resets.render(out);
     this.#shardLosses.render(out);
     return `${out.join('\n')}\n`;
   }

@@ -77,7 +77,7 @@ class Observer {
    * host.stats(): counters of what is open and of what durability has cost.
    * @param {object} n the storage core's counters
    * @param {{ size: number, materialized: number, evicted: number }} live
-   * @param {{ calls: number, refused: number, alarmsFired: number, alarmsFailed: number }} counts
+   * @param {{ calls: number, refused: number, alarmsFired: number, alarmsFailed: number, resets: number }} counts
    * @param {{ count: number, autoResponses: number, paused: number }} sockets
    */
   stats(n, live, counts, sockets) {
@@ -92,6 +92,7 @@ class Observer {
       socketPauses: sockets.paused,
       alarmsFired: counts.alarmsFired,
       alarmsFailed: counts.alarmsFailed,
+      resets: counts.resets,
       commits: n.commits,
       syncs: n.syncs,
       commitsInline: n.commitsInline,

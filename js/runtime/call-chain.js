@@ -18,6 +18,7 @@
 // occasional slow failure.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { DurableError, codes } = require('../api/errors');
+const { abandonedError } = require('./deadline');
 
 /**
  * @typedef {object} Frame
@@ -25,6 +26,10 @@ const { DurableError, codes } = require('../api/errors');
  * @property {string[]} chain labels of the workers the call came through, this one last
  * @property {string[]} keys their keys, same order
  * @property {object} worker the live worker (for its gate)
+ * @property {number} [epoch] the worker's reset count when the code started (./deadline.js)
+ * @property {number} [timeout] the call's own timeout, ms
+ * @property {number} [outer] the caller's deadline (epoch ms)
+ * @property {number} [deadline] when the call must have finished (epoch ms; Infinity: never)
  */
 
 const frames = new AsyncLocalStorage();
@@ -39,10 +44,26 @@ function runIn(frame, fn) {
   return frames.run(frame, fn);
 }
 
-/** Builds the frame for a call into `key`, made from `caller` (or from outside). */
-function frameFor(caller, key, who, worker) {
-  if (caller === undefined) return { key, chain: [who], keys: [key], worker };
-  return { key, chain: [...caller.chain, who], keys: [...caller.keys, key], worker };
+/**
+ * Builds the frame for a call into `key`, made from `caller` (or from
+ * outside). `timeout` is the call's own (./deadline.js); `outer` its caller's
+ * deadline, which bounds it.
+ */
+function frameFor(caller, key, who, worker, timeout = undefined) {
+  if (caller === undefined) return { key, chain: [who], keys: [key], worker, timeout, outer: undefined };
+  const outer = caller.deadline === Infinity ? undefined : caller.deadline;
+  return { key, chain: [...caller.chain, who], keys: [...caller.keys, key], worker, timeout, outer };
+}
+
+/**
+ * Refuses `what` (an outgoing call, a send) made by code of an instance that
+ * a reset abandoned: it could carry a write the reset dropped.
+ * @param {Frame | undefined} frame the code's frame
+ */
+function refuseStale(frame, what) {
+  const w = frame?.worker;
+  if (w == null || frame.epoch === undefined || frame.epoch === w.epoch) return;
+  throw abandonedError(w.who, what, w.lastReset);
 }
 
 class WaitGraph {
@@ -104,4 +125,4 @@ class WaitGraph {
   }
 }
 
-module.exports = { current, runIn, frameFor, WaitGraph };
+module.exports = { current, runIn, frameFor, refuseStale, WaitGraph };

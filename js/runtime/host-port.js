@@ -11,6 +11,8 @@
  * @property {import('../shards/pool').ShardPool | null} [pool] host thread only: where remote workers run
  * @property {import('../sockets/websockets').SocketRegistry} [sockets] host thread only: the hibernating sockets
  * @property {number} mailboxLimit calls that may wait in one mailbox (Infinity on a shard: the host thread bounds it)
+ * @property {number} [callTimeout] open()'s callTimeout: ms a call or hook may run (./deadline.js); none when undefined
+ * @property {(info: { class: string, id: string, reason: 'timeout' | 'abort', method?: string, error: Error }) => void} [reset] a worker was reset
  * @property {(w: object) => void} busy work arrived for `w`: the live set may name others to close
  * @property {(w: object) => void} idle `w` has nothing left to run
  * @property {(w: object) => void} failed `w` failed (its start() threw): it is forgotten

@@ -5,7 +5,8 @@
 //   'starting' — the first mailbox entry loads the file and runs start().
 //                Next: 'live', or 'failed' if that threw.
 //   'live'     — calls run. Next: 'closing' (evicted, deleted, host closed),
-//                or 'failed' if a commit failed.
+//                'failed' if a commit failed, or 'starting' again when reset
+//                (a deadline passed, or ctx.abort(): see #abandon).
 //   'failed'   — every queued entry is refused with the failure; the host
 //                drops the instance when the mailbox drains, and the next call
 //                starts again from the file. Next: 'closed'.
@@ -18,70 +19,47 @@ const { DurableState } = require('../state/resident-state');
 const { construct } = require('../api/worker');
 const { runIn, frameFor } = require('./call-chain');
 const { clone } = require('../state/codec');
-const { fromNative, label } = require('../api/errors');
+const { fromNative, label, codes } = require('../api/errors');
 const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
-const { unpackRows } = require('../collections/result-rows');
 const { performance } = require('node:perf_hooks');
-const { tracedCommit, tracedAlarm, tracedSocketEvent, batchShape } = require('../observe/trace');
+const { tracedAlarm, tracedSocketEvent } = require('../observe/trace');
+const { workerStorage } = require('./worker-storage');
+const { NONE, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within } = require('./deadline');
+const { ABORT } = require('../api/worker-context');
+const { waitAtMost, ORDER_WAIT_MS } = require('../alarms/order');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
 
-/**
- * How long a worker's alarm firing waits for the firing of an earlier-due
- * alarm of another worker to start: long enough for that worker's file to
- * open on a loaded machine (50 ms was not), short enough that a worker busy
- * with a long call holds the others up for a second at most.
- */
-const ORDER_WAIT_MS = 1000;
-
-/**
- * Most keys, documents and alarms, and most bytes, a commit may carry and
- * still be made on the JS thread (./commits.js): a bulk write would hold the
- * event loop for its whole transaction.
- */
-const INLINE_MAX = Object.freeze({ entries: 64, bytes: 256 * 1024 });
-
-function inlineable(batch) {
-  const s = batchShape(batch);
-  return s.keys + s.documents + s.alarms <= INLINE_MAX.entries && s.bytes <= INLINE_MAX.bytes;
-}
-
-/**
- * A find with nothing uncommitted to overlay, in the positional form
- * NativeWorker.findNow takes: [order + 1, desc, limit + 1, n, fields…, ops…,
- * counts…], 0 for no order or limit.
- */
-function findShape(q) {
-  const n = q.fields.length;
-  const shape = new Uint32Array(4 + 3 * n);
-  shape[0] = q.order === undefined ? 0 : q.order + 1;
-  shape[1] = q.desc ? 1 : 0;
-  shape[2] = q.limit === undefined ? 0 : q.limit + 1;
-  shape[3] = n;
-  for (let i = 0; i < n; i++) {
-    shape[4 + i] = q.fields[i];
-    shape[4 + n + i] = q.ops[i];
-    shape[4 + 2 * n + i] = q.counts[i];
-  }
-  return shape;
-}
-
-function waitAtMost(promise, ms) {
-  let timer;
-  return Promise.race([promise, new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
-}
+/** What `within` rejects with when a deadline passes. */
+const TIMED_OUT = Symbol('timed out');
 
 class LiveWorker extends QueuedWorker {
   /** Closes the worker's file on a commit thread. */
   #closeFile;
+  /** The worker's storage, as its state uses it. */
+  #storage;
   /** @type {ReturnType<typeof DurableState.runtimeOf>} what this worker's runtime sees of its state */
   #stateRuntime;
   /** The traced call the next commit is attributed to: the first to flush since the last commit started. */
   #commitTrace = undefined;
   /** When that call flushed (performance.now()): the commit's wait starts there. */
   #commitWaitFrom = 0;
+  /** Names the worker in the state's messages. */
+  #who = () => this.who;
+  /** The instance's `this.ctx`. */
+  #ctx = null;
+  /** The error of a reset not yet followed by a reload (see #abandon), else null. */
+  #resetBy = null;
+  /** The commit in flight when the instance was abandoned: the reload waits for it. */
+  #landing = null;
+  /** An alarm whose handler timed out: its retry is written on the fresh state. */
+  #retry = null;
+  /** Counts resets: a frame or a ctx made before the last one belongs to an abandoned instance. */
+  epoch = 0;
+  /** The error of the last reset (what an abandoned instance's outputs are refused with). */
+  lastReset = null;
 
   /**
    * @param {import('./host-port').HostPort} host
@@ -102,42 +80,7 @@ class LiveWorker extends QueuedWorker {
     this.failure = null;
     this.instance = null;
     this.inCall = false;
-    const who = () => this.who;
-    const native = host.native.worker(binding.name, id);
-    this.native = native;
-    const { commits } = host;
-    const commitTime = host.metrics?.commitSeries(binding.name);
-    const write = (changes) => {
-      const trace = this.#commitTrace;
-      this.#commitTrace = undefined;
-      const submit =
-        native.writeInline === undefined
-          ? () => commits.submit((cid) => native.write(cid, changes, trace))
-          : () =>
-              commits.write(
-                (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
-                () => inlineable(changes),
-              );
-      return tracedCommit(binding.name, id, changes, trace, this.#commitWaitFrom, commitTime, submit);
-    };
-    const storage = {
-      write,
-      // A shard's storage is on another thread: it has no read to answer now.
-      queryNow:
-        native.queryNow === undefined
-          ? undefined
-          : (q) => {
-              const r = q.kind === 'find' && q.overlay === undefined && native.findNow !== undefined ? native.findNow(q.collection, findShape(q), q.values) : native.queryNow(q);
-              return r === null ? null : unpackRows(r);
-            },
-      getNow: native.getNow === undefined ? undefined : (coll, id) => native.getNow(coll, id),
-      query: (q) => native.query(q).then(unpackRows),
-      // The catalog row first, then the file (see NativeWorker.register).
-      create: (changes) => native.register().then(() => write(changes)),
-    };
-    this.#closeFile = () => commits.submit((id) => native.close(id));
-    this.state = new DurableState(who, storage, () => this.#dirtyOutsideCall(), host.alarmIndex(binding.name, id), binding.collections);
-    this.#stateRuntime = DurableState.runtimeOf(this.state);
+    this.#open();
     this.mailbox = new Mailbox(
       host.mailboxLimit,
       (entry) => this.#run(entry),
@@ -147,20 +90,40 @@ class LiveWorker extends QueuedWorker {
     this.mailbox.push({ kind: 'start' });
   }
 
+  /** A handle on the worker's file, and a state over it: at materialization, and after a reset. */
+  #open() {
+    const native = this.host.native.worker(this.binding.name, this.id);
+    this.native = native;
+    this.#storage = workerStorage(this.host, this.binding.name, this.id, native, () => {
+      const trace = this.#commitTrace;
+      this.#commitTrace = undefined;
+      return { trace, from: this.#commitWaitFrom };
+    });
+    this.#closeFile = () => this.host.commits.submit((cid) => native.close(cid));
+    this.state = new DurableState(this.#who, this.#storage, () => this.#dirtyOutsideCall(), this.host.alarmIndex(this.binding.name, this.id), this.binding.collections);
+    this.#stateRuntime = DurableState.runtimeOf(this.state);
+  }
+
   async #run(entry) {
+    // A reset while the mailbox was idle (ctx.abort() from a timer) reloads before the next entry.
+    if (this.#resetBy !== null && this.failure === null && entry.kind !== 'close') await this.#reload();
     switch (entry.kind) {
       case 'call':
         if (this.failure !== null) return entry.reject(this.failure);
-        return this.#call(entry);
+        await this.#call(entry);
+        break;
       case 'start':
         return this.#start();
       case 'alarm':
-        return this.#fireAlarms(entry);
+        await this.#fireAlarms(entry);
+        break;
       case 'event':
-        return this.#socketEvent(entry);
+        await this.#socketEvent(entry);
+        break;
       case 'close':
         return this.#close(entry);
     }
+    if (this.#resetBy !== null && this.failure === null) await this.#reload();
   }
 
   async #start() {
@@ -177,12 +140,18 @@ class LiveWorker extends QueuedWorker {
       // A field declared since the last wake is filled in before anything
       // can query it: one slow start rather than queries that miss documents.
       if (loaded.backfill?.length) await backfill(this.native, this.binding.collections, loaded.backfill, this.who);
+      if (this.#retry !== null) {
+        const { name, attempt, scheduled, retryAt } = this.#retry;
+        this.#retry = null;
+        if (this.#stateRuntime.alarms.time(name) !== null) this.#stateRuntime.alarms.put(name, retryAt, attempt, scheduled);
+      }
       // Opening a worker reconciles the index with its file (a crash between
       // an alarm's writes leaves the index early; this puts it right).
       if (this.#stateRuntime.alarms.size > 0) await this.#stateRuntime.settleAlarms();
-      this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.host.ctxFor(this) });
+      this.#ctx = this.host.ctxFor(this);
+      this.instance = construct(this.binding.Class, { id: this.id, state: this.state, ctx: this.#ctx });
       if (typeof this.instance.start === 'function') {
-        await this.#hook(() => this.instance.start());
+        await this.#hook(() => this.instance.start(), 'start()');
       }
       this.status = 'live';
     } catch (err) {
@@ -193,19 +162,28 @@ class LiveWorker extends QueuedWorker {
   }
 
   async #call(e) {
-    e.frame.worker = this;
+    const deadline = deadlineOf(e.frame.timeout ?? this.host.callTimeout, e.frame.outer);
+    if (deadline <= Date.now()) return e.reject(expiredError(this.who, e.method));
+    const frame = e.frame;
+    frame.worker = this;
+    frame.epoch = this.epoch;
+    frame.deadline = deadline;
     this.inCall = true;
     let ok = false;
     let out;
+    const began = deadline === NONE ? 0 : Date.now();
     try {
       const fn = this.instance[e.method];
-      const run = () => runIn(e.frame, () => fn.apply(this.instance, e.args));
-      out = await (e.frame.scope === undefined ? run() : e.frame.scope.runInAsyncScope(run));
+      const run = () => runIn(frame, () => fn.apply(this.instance, e.args));
+      const p = frame.scope === undefined ? run() : frame.scope.runInAsyncScope(run);
+      out = await (deadline === NONE ? p : within(Promise.resolve(p), deadline, TIMED_OUT));
       ok = true;
     } catch (err) {
-      out = err;
+      out = err === TIMED_OUT ? this.#timedOut(`${e.method}()`, began, deadline, e.method) : err;
     }
     this.inCall = false;
+    // Reset while it ran (its deadline, or ctx.abort()): its writes were dropped.
+    if (frame.epoch !== this.epoch) return e.reject(this.lastReset);
     if (ok) {
       try {
         out = clone(out, () => `${this.who}: the result of ${e.method}() cannot be returned`);
@@ -216,8 +194,8 @@ class LiveWorker extends QueuedWorker {
     }
     // The gate: the result leaves only once the commit carrying this call's
     // writes (and every earlier one) has landed.
-    if (e.frame.trace !== undefined && this.#commitTrace === undefined) {
-      this.#commitTrace = e.frame.trace;
+    if (frame.trace !== undefined && this.#commitTrace === undefined) {
+      this.#commitTrace = frame.trace;
       this.#commitWaitFrom = performance.now();
     }
     const barrier = this.state.flush();
@@ -228,7 +206,7 @@ class LiveWorker extends QueuedWorker {
     }
     barrier.then(
       () => (ok ? e.resolve(out) : e.reject(out)),
-      (err) => e.reject(this.#fail(err)),
+      (err) => e.reject(err.code === codes.RESET && this.lastReset !== null ? err : this.#fail(err)),
     );
   }
 
@@ -251,26 +229,33 @@ class LiveWorker extends QueuedWorker {
           if (typeof this.instance.alarm !== 'function') {
             throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
           }
-          await tracedAlarm(this.host, this.binding.name, this.id, a, () => this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt })));
+          await tracedAlarm(this.host, this.binding.name, this.id, a, () => this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt }), 'alarm()'));
         } catch (err) {
           error = err;
+        }
+        const attempt = a.attempt + 1;
+        const info = { class: this.binding.name, id: this.id, name: a.name, attempt };
+        if (this.#resetBy !== null) {
+          // Reset during the handler: the retry is written on the fresh state, the rest wait for it.
+          this.#retry = { name: a.name, attempt, scheduled: a.scheduled, retryAt: Date.now() + alarmBackoff(attempt) };
+          this.host.alarmFailed(error ?? this.lastReset, { ...info, retryAt: this.#retry.retryAt });
+          return;
         }
         const setAgain = alarms.endFiring(a.name);
         if (error === null) {
           if (!setAgain) alarms.remove(a.name);
         } else if (!setAgain) {
-          const attempt = a.attempt + 1;
           const retryAt = Date.now() + alarmBackoff(attempt);
           alarms.put(a.name, retryAt, attempt, a.scheduled);
-          this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt, retryAt });
+          this.host.alarmFailed(error, { ...info, retryAt });
         } else {
-          this.host.alarmFailed(error, { class: this.binding.name, id: this.id, name: a.name, attempt: a.attempt + 1, retryAt: alarms.time(a.name) });
+          this.host.alarmFailed(error, { ...info, retryAt: alarms.time(a.name) });
         }
       }
       // Also the repair: an index that woke this worker early is put right.
       await this.#stateRuntime.settleAlarms();
     } catch (err) {
-      this.#fail(err);
+      if (this.#resetBy === null) this.#fail(err);
     } finally {
       entry.started();
       entry.resolve();
@@ -281,27 +266,29 @@ class LiveWorker extends QueuedWorker {
     if (this.failure !== null) return;
     this.inCall = true;
     try {
-      await tracedSocketEvent(this.binding.name, this.id, entry.desc, () => this.#hook(() => entry.run(this.instance)));
+      await tracedSocketEvent(this.binding.name, this.id, entry.desc, () => this.#hook(() => entry.run(this.instance), 'a WebSocket handler'));
     } catch (err) {
       process.emitWarning(`${this.who}: a WebSocket hook threw: ${err?.stack ?? err}`, { code: 'DURABLE_SOCKET_HOOK_FAILED' });
     }
     this.inCall = false;
+    if (this.#resetBy !== null) return;
     const barrier = this.state.flush();
     if (barrier !== null) barrier.catch((err) => this.#fail(err));
   }
 
   async #close(entry) {
     this.status = 'closing';
-    if (entry.reason !== null && this.failure === null && typeof this.instance?.stop === 'function') {
+    if (entry.reason !== null && this.failure === null && this.#resetBy === null && typeof this.instance?.stop === 'function') {
       try {
-        await this.#hook(() => this.instance.stop(entry.reason));
+        await this.#hook(() => this.instance.stop(entry.reason), `stop('${entry.reason}')`);
       } catch (err) {
         process.emitWarning(`${this.who}: stop('${entry.reason}') threw: ${err?.message ?? err}`, { code: 'DURABLE_STOP_FAILED' });
       }
     }
     let existed = false;
     try {
-      if (this.failure === null) await this.state.flush();
+      if (this.#resetBy !== null) await this.#landing;
+      else if (this.failure === null) await this.state.flush();
     } catch {
       // The failure has been reported to the calls it concerned.
     }
@@ -325,9 +312,70 @@ class LiveWorker extends QueuedWorker {
     entry.resolve(existed);
   }
 
-  /** Runs a lifecycle hook as this worker's code. */
-  #hook(fn) {
-    return runIn(frameFor(undefined, this.key, this.who, this), fn);
+  /**
+   * Runs a lifecycle hook (`what`: start(), alarm(), a socket handler,
+   * stop()) as this worker's code, within the host's callTimeout.
+   */
+  async #hook(fn, what) {
+    const deadline = deadlineOf(this.host.callTimeout, undefined);
+    const frame = frameFor(undefined, this.key, this.who, this);
+    frame.epoch = this.epoch;
+    frame.deadline = deadline;
+    if (deadline === NONE) return runIn(frame, fn);
+    const began = Date.now();
+    try {
+      return await within(Promise.resolve(runIn(frame, fn)), deadline, TIMED_OUT);
+    } catch (err) {
+      throw err === TIMED_OUT ? this.#timedOut(what, began, deadline, /^(\w+)\(/.exec(what)?.[1]) : err;
+    }
+  }
+
+  /** `what` overran its deadline: the worker is reset; the error its caller gets. */
+  #timedOut(what, began, deadline, method) {
+    const now = Date.now();
+    return this.#abandon('timeout', timeoutError(this.who, what, now - began, deadline - began), method);
+  }
+
+  /** ctx.abort(reason), from the instance of `epoch`: resets the worker and throws, so its code stops there. */
+  abort(reason, epoch) {
+    if (epoch !== this.epoch) throw abandonedError(this.who, 'ctx.abort()', this.lastReset);
+    throw this.#abandon('abort', abortError(this.who, reason), undefined);
+  }
+
+  /**
+   * Abandons the instance: its ctx.signal aborts, every later write, call and
+   * send it makes is refused, and writes of no commit yet started are dropped.
+   * The mailbox reloads the worker from its file before its next entry.
+   * @returns {Error} `err`
+   */
+  #abandon(reason, err, method) {
+    if (this.#resetBy !== null) return this.#resetBy;
+    this.#resetBy = err;
+    this.lastReset = err;
+    this.epoch++;
+    this.#landing = this.#stateRuntime.abandon(abandonedError(this.who, 'a write', err));
+    this.#landing?.catch(() => {});
+    this.#ctx?.[ABORT](err);
+    this.host.reset?.({ class: this.binding.name, id: this.id, reason, method, error: err });
+    return err;
+  }
+
+  /** After a reset: the commit in flight lands, the file closes, a fresh instance loads it through a new handle. */
+  async #reload() {
+    try {
+      await this.#landing;
+      if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.#closeFile();
+    } catch (err) {
+      this.#resetBy = null;
+      this.#fail(err);
+      return;
+    }
+    this.#resetBy = null;
+    this.#landing = null;
+    this.instance = null;
+    this.status = 'starting';
+    this.#open();
+    await this.#start();
   }
 
   /** A write made outside any call (a timer, say) still gets its commit. */
@@ -349,4 +397,4 @@ class LiveWorker extends QueuedWorker {
   }
 }
 
-module.exports = { LiveWorker, waitAtMost, ORDER_WAIT_MS };
+module.exports = { LiveWorker };

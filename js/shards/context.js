@@ -11,7 +11,7 @@
 const { DurableError, codes } = require('../api/errors');
 const { nameOf: workerName } = require('../runtime/calls');
 const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
-const { current } = require('../runtime/call-chain');
+const { current, refuseStale } = require('../runtime/call-chain');
 const { makeStub } = require('../api/stub');
 const { label } = require('../api/errors');
 const { DurableWorker } = require('../api/worker');
@@ -221,7 +221,13 @@ class Outgoing {
     } catch (err) {
       return Promise.reject(err);
     }
-    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys, trace: caller.trace };
+    try {
+      refuseStale(caller, `a call to ${label(className, String(id))}`);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const deadline = caller?.deadline === Infinity ? undefined : caller?.deadline;
+    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys, trace: caller.trace, deadline };
     const send = () =>
       new Promise((resolve, reject) => {
         const cid = this.#next++;
@@ -261,6 +267,7 @@ function shardContextPort(mirror, outgoing) {
     list: (worker, tag) => mirror.list(worker.key, tag),
     tags: (worker, ws) => mirror.tags(ws),
     autoResponse: (worker, pair) => mirror.setAutoResponse(worker.key, worker.who, pair),
+    abort: (worker, reason, epoch) => worker.abort(reason, epoch),
   };
 }
 

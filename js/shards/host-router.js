@@ -21,6 +21,7 @@ const { OP, serializeError, deserializeError, isSocketMarker } = require('./prot
  * @property {(info: object, err: Error | undefined) => void} alarmRan an alarm handler ran on a shard
  * @property {(id: number | undefined) => object | undefined} traceOf a traced call by its id
  * @property {(err: Error, info: { shard: number }) => void} lost
+ * @property {(info: object) => void} reset a worker on a shard was reset (the host's 'reset' report)
  */
 
 /**
@@ -39,7 +40,7 @@ function shardRouter(port) {
       }
       const binding = port.bind(Class);
       checkWorkerId(binding.name, id);
-      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE }, trace: port.traceOf(frame.trace) };
+      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE }, trace: port.traceOf(frame.trace), deadline: frame.deadline };
       const real = args.map((a) => (isSocketMarker(a) ? port.sockets.fromMarker(a) : a));
       p = port.call(binding, id, label(binding.name, id), method, real, caller);
     } catch (err) {
@@ -60,6 +61,8 @@ function shardRouter(port) {
           return port.wake(msg.className, msg.at);
         case OP.alarmFailed:
           return port.alarmFailed(deserializeError(msg.error), msg.info);
+        case OP.reset:
+          return port.reset({ ...msg.info, error: deserializeError(msg.info.error) });
         case OP.alarmRan:
           return port.alarmRan(msg, msg.error === undefined ? undefined : deserializeError(msg.error));
         case OP.socketAccept:

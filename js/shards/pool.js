@@ -143,11 +143,11 @@ class ShardPool {
   }
 
   #start(index) {
-    const { module, memoryMb, startTimeoutMs } = this.options;
+    const { module, memoryMb, startTimeoutMs, callTimeout } = this.options;
     if (this.#closed) return Promise.reject(new DurableError(codes.CLOSED, `shard ${index}: the host is closed`));
     return new Promise((resolve, reject) => {
       const thread = new Worker(RUNTIME, {
-        workerData: { module },
+        workerData: { module, callTimeout },
         resourceLimits: memoryMb === undefined ? undefined : { maxOldGenerationSizeMb: memoryMb },
         stdout: false,
         stderr: false,

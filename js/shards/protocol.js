@@ -79,9 +79,11 @@ function deserializeError(d) {
  *                                                        (trace: the traced call it is attributed to, if any)
  *   closeFile     { key, cid }                           close a worker's file
  *   call          { cid, className, id, method, args, frame }  a call from a worker on the shard to any worker
- *                                                        (frame.trace: the traced call it is made from, if any)
+ *                                                        (frame.trace: the traced call it is made from, if any;
+ *                                                        frame.deadline: its caller's, runtime/deadline.js)
  *   wake          { className, at }                      the shard's scheduler wants the host's alarm scheduler at `at`
  *   alarmFailed   { error, info }
+ *   reset         { info }                               a worker was reset (info.error serialized)
  *   alarmRan      { className, id, name, scheduledTime, attempt, lateMs, durationMs, error? }  an alarm handler ran (metrics, channels)
  *   socketAccept, socketSend, socketClose, socketAttach, socketAuto   a hibernating socket's operations (sockets/websockets.js)
  */
@@ -104,6 +106,7 @@ const OP = Object.freeze({
   wake: 'wake',
   alarmFailed: 'alarmFailed',
   alarmRan: 'alarmRan',
+  reset: 'reset',
   socketAccept: 'socketAccept',
   socketSend: 'socketSend',
   socketClose: 'socketClose',

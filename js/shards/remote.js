@@ -17,7 +17,7 @@
 const { Mailbox } = require('../runtime/mailbox');
 const { QueuedWorker } = require('../runtime/queued-worker');
 const { DurableError, codes, fromNative, label, nativeCode } = require('../api/errors');
-const { waitAtMost, ORDER_WAIT_MS } = require('../runtime/live');
+const { waitAtMost, ORDER_WAIT_MS } = require('../alarms/order');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
 const { tracedCommit, tracedSocketEvent } = require('../observe/trace');
 
@@ -89,7 +89,7 @@ class RemoteWorker extends QueuedWorker {
         cid,
         method: e.method,
         args: e.args.map((a) => this.host.sockets.markerOf(a) ?? a),
-        frame: { chain: e.frame.chain, keys: e.frame.keys, trace: e.frame.trace?.traceId },
+        frame: { chain: e.frame.chain, keys: e.frame.keys, trace: e.frame.trace?.traceId, timeout: e.frame.timeout, outer: e.frame.outer },
       });
     } else if (e.kind === 'event') {
       // The socket as the shard mirrors it, described when the event leaves
@@ -258,6 +258,8 @@ class RemoteWorker extends QueuedWorker {
   }
 
   async #serve(method, args) {
+    // A worker reset on its shard closed its file and loads it again, through a new handle.
+    if (method === 'load' && this.#native === null) this.#native = this.host.native.worker(this.binding.name, this.id);
     const n = this.#native;
     if (n === null) throw new DurableError(codes.CLOSED, `${this.who}: the worker's file is closed`);
     switch (method) {

@@ -21,13 +21,17 @@ const { keyOf } = require('../runtime/calls');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
 const { shardContextPort, SocketMirror, Outgoing, nameOf, revive } = require('./context');
 const { WorkerContext } = require('../api/worker-context');
+const { current, refuseStale } = require('../runtime/call-chain');
 
 const post = (msg) => parentPort.postMessage(msg);
 
 /** @type {Map<string, LiveWorker>} */
 const live = new Map();
 const commits = new Commits();
-const mirror = new SocketMirror(post, (key) => live.get(key)?.state.flush() ?? null);
+const mirror = new SocketMirror(post, (key) => {
+  refuseStale(current(), 'a WebSocket send');
+  return live.get(key)?.state.flush() ?? null;
+});
 const outgoing = new Outgoing(post, mirror);
 const ctxPort = shardContextPort(mirror, outgoing);
 
@@ -67,6 +71,8 @@ const inner = {
   commits,
   // The host thread bounds the mailbox; here an entry never waits behind another.
   mailboxLimit: Infinity,
+  callTimeout: workerData.callTimeout,
+  reset: (info) => post({ op: OP.reset, info: { ...info, error: serializeError(info.error) } }),
   busy: () => {},
   idle: (w) => {
     if (w.status !== 'closed') post({ op: OP.ran, key: w.key });
@@ -112,7 +118,7 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
   switch (e.kind) {
     case 'call': {
       const args = e.args.map((a) => revive(a, mirror));
-      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w, trace: e.frame.trace };
+      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w, trace: e.frame.trace, timeout: e.frame.timeout, outer: e.frame.outer };
       const settle = (ok) => (v) => post(ok ? { op: OP.result, key, cid: e.cid, ok, value: v } : { op: OP.result, key, cid: e.cid, ok, error: serializeError(v) });
       w.call(e.method, args, frame, settle(true), settle(false));
       return;

@@ -27,4 +27,18 @@ function sizeOf(key, entry) {
   return entry ? Buffer.byteLength(key) + entry.bytes.length : 0;
 }
 
-module.exports = { Entry, entryOf, sizeOf };
+/**
+ * A sorted range of `sorted` keys as a Map of key → `get(key)`: keys starting
+ * with `prefix`, from `start` (inclusive) to `end` (exclusive), at most
+ * `limit`, optionally reversed.
+ */
+function keyRange(sorted, { prefix, start, end, limit, reverse = false } = {}, get) {
+  let keys = sorted.filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
+  if (reverse) keys.reverse();
+  if (limit !== undefined) keys = keys.slice(0, limit);
+  const out = new Map();
+  for (const k of keys) out.set(k, get(k));
+  return out;
+}
+
+module.exports = { Entry, entryOf, sizeOf, keyRange };

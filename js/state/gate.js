@@ -48,6 +48,8 @@ class OutputGate {
   #next = null;
   #tail = null;
   #failed = null;
+  /** The reset that abandoned this gate's instance (see abandon()), or null. */
+  #abandoned = null;
   /** False until the worker's first commit creates its file. */
   #hasFile = false;
 
@@ -74,6 +76,7 @@ class OutputGate {
    */
   flush() {
     if (this.#failed) return Promise.reject(this.#failed);
+    if (this.#abandoned) return Promise.reject(this.#abandoned);
     if (!this.#owner[OWNER.dirty]()) return this.#tail;
     if (this.#inflight === null) return this.#start(null) ?? this.#tail;
     if (this.#next === null) {
@@ -81,6 +84,27 @@ class OutputGate {
       this.#tail = this.#next.promise;
     }
     return this.#next.promise;
+  }
+
+  /**
+   * The worker is being reset: nothing more is taken from its state. A commit
+   * in flight completes (returned, null if none); the commit a finished call
+   * was waiting for has not started, so it never will, and that call's
+   * result is refused with `err` rather than released without its writes.
+   * @param {Error} err
+   * @returns {Promise<void> | null}
+   */
+  abandon(err) {
+    this.#abandoned = err;
+    if (this.#next !== null) this.#next.reject(err);
+    this.#next = null;
+    this.#tail = this.#inflight?.promise ?? null;
+    return this.#tail;
+  }
+
+  /** The reset that abandoned this gate, or null. */
+  get abandoned() {
+    return this.#abandoned;
   }
 
   /**
@@ -105,7 +129,7 @@ class OutputGate {
         this.#hasFile = true;
         this.#inflight = null;
         this.#owner[OWNER.landed](batch);
-        const next = this.#next;
+        const next = this.#abandoned === null ? this.#next : null;
         this.#next = null;
         if (next === null && this.#tail === d.promise) this.#tail = null;
         // This commit's waiters are answered before the next commit starts,

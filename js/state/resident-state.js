@@ -13,7 +13,7 @@
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
 const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { encodeValue, decode } = require('./codec');
-const { entryOf, sizeOf } = require('./entry');
+const { entryOf, sizeOf, keyRange } = require('./entry');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
 const { AlarmIndexWrites, NO_INDEX } = require('../alarms/index-writes');
 const { OutputGate, OWNER: GATE } = require('./gate');
@@ -21,6 +21,7 @@ const { UncommittedDocs } = require('../collections/uncommitted');
 const { Collection } = require('../collections/collection');
 const { readRows, getNow } = require('../collections/read');
 const { NONE, noSuchCollection } = require('../collections/declarations');
+const { abandonedError } = require('../runtime/deadline');
 
 class DurableState {
   #who;
@@ -67,10 +68,6 @@ class DurableState {
   }
 
   // What the gate asks of its state (./gate.js): methods, not closures, so a worker costs no more than its fields.
-  [GATE.take]() {
-    return this.#takeBatch();
-  }
-
   [GATE.commit](batch, hasFile) {
     return hasFile ? this.#native.write(batch) : this.#native.create(batch);
   }
@@ -88,7 +85,9 @@ class DurableState {
    * What the worker's runtime (runtime/live.js) needs of `state` beyond its
    * public face: `load(page)` fills it from the worker's file, `hasFile()`,
    * `alarms` (to fire them), `settleAlarms()` commits what firing changed and
-   * sets the index exactly. One per state; its methods reach the private fields.
+   * sets the index exactly, `abandon(err)` (the worker is reset: every later
+   * write is refused; returns the commit in flight, see OutputGate.abandon).
+   * One per state; its methods reach the private fields.
    */
   static runtimeOf(state) {
     return (state.#runtime ??= new DurableState.#Runtime(state));
@@ -110,6 +109,9 @@ class DurableState {
     }
     settleAlarms() {
       return this.#s.#alarmWrites.settle();
+    }
+    abandon(err) {
+      return this.#s.#gate.abandon(err);
     }
   };
 
@@ -150,25 +152,12 @@ class DurableState {
     return this.#sortedKeys().map((k) => [k, this.get(k)]);
   }
 
-  /**
-   * A sorted range as a Map: keys starting with `prefix`, from `start`
-   * (inclusive) to `end` (exclusive), at most `limit`, optionally reversed.
-   */
-  list({ prefix, start, end, limit, reverse = false } = {}) {
-    let keys = this.#sortedKeys();
-    keys = keys.filter((k) => (prefix === undefined || k.startsWith(prefix)) && (start === undefined || k >= start) && (end === undefined || k < end));
-    if (reverse) keys.reverse();
-    if (limit !== undefined) keys = keys.slice(0, limit);
-    const out = new Map();
-    for (const k of keys) out.set(k, this.get(k));
-    return out;
+  /** A sorted range of keys as a Map (see keyRange in ./entry.js). */
+  list(options) {
+    return keyRange(this.#sortedKeys(), options, (k) => this.get(k));
   }
 
-  /**
-   * The declared collection `name`.
-   * @param {string} name
-   * @returns {Collection}
-   */
+  /** The declared collection `name`. @param {string} name @returns {Collection} */
   collection(name) {
     let c = this.#collectionHandles.get(name);
     if (c !== undefined) return c;
@@ -267,6 +256,7 @@ class DurableState {
   async setAlarm(at, { name = '' } = {}) {
     const when = alarmTime(this.#who, at);
     checkAlarmName(this.#who, name);
+    this.#writable('setAlarm()');
     await this.#alarmWrites.set(name, when);
   }
 
@@ -283,6 +273,7 @@ class DurableState {
   /** Removes alarm `name` (the unnamed one by default). */
   async deleteAlarm(name = '') {
     checkAlarmName(this.#who, name);
+    this.#writable('deleteAlarm()');
     await this.#alarmWrites.delete(name);
   }
 
@@ -298,7 +289,7 @@ class DurableState {
   }
 
   /** Takes the dirty keys into a batch; null when every one is back to its stored bytes. */
-  #takeBatch() {
+  [GATE.take]() {
     const keys = [];
     const tags = [];
     const values = [];
@@ -335,6 +326,7 @@ class DurableState {
     return {
       who: this.#who,
       write: (coll, id, op) => {
+        this.#writable(`a write to document ${JSON.stringify(id)}`);
         if (this.#docs.write(coll, id, op) && this.#pending.size === 0) this.#onDirty();
       },
       lookup: (coll, id) => this.#docs.lookup(coll, id),
@@ -348,7 +340,14 @@ class DurableState {
     };
   }
 
+  /** Refuses a write of an abandoned instance (../runtime/deadline.js). */
+  #writable(what) {
+    const reset = this.#gate.abandoned;
+    if (reset !== null) throw abandonedError(this.#who(), what, reset);
+  }
+
   #record(key, old) {
+    this.#writable(`a write to key ${JSON.stringify(key)}`);
     const base = old === undefined ? null : old;
     const txn = this.#txns.length ? this.#txns[this.#txns.length - 1] : null;
     if (txn !== null) {
