@@ -160,6 +160,32 @@ both(
   },
 );
 
+both('ctx.abort() resets the worker: the caller is told, the write before it is gone, the next call runs on a fresh instance', async (t, h) => {
+  await h.call('Box', 'abort', 'put', 'kept', 1);
+  const err = await h.call('Box', 'abort', 'abortAfter', 'dropped').then(
+    () => null,
+    (e) => e,
+  );
+  t.is(err?.code, 'ERR_DURABLE_RESET');
+  t.is(err.message, 'Box "abort": reset by ctx.abort(): on purpose');
+  t.is(await h.call('Box', 'abort', 'get', 'kept'), 1);
+  t.is(await h.call('Box', 'abort', 'get', 'dropped'), undefined);
+});
+
+both('a call past its stub’s timeout gets ERR_DURABLE_TIMEOUT; the worker is reset without its write and serves the next call', async (t, h) => {
+  await h.call('Box', 'stalled', 'put', 'kept', 1);
+  const began = Date.now();
+  const out = await h.call('Box', 'stall-caller', 'within', 200, 'stalled', 'stall', 'dropped');
+  t.true(Date.now() - began < 5000);
+  t.is(out.code, 'ERR_DURABLE_TIMEOUT');
+  t.regex(out.message, /^Box "stalled": stall\(\) ran for \d+ ms, past its deadline \(200 ms\); the worker was reset$/);
+  t.is(await h.call('Box', 'stalled', 'get', 'kept'), 1);
+  // On Node a call's writes commit when it ends, so the reset drops them; workerd commits at the end of each
+  // synchronous turn, so a write made before the first await had committed already (docs/cloudflare.md).
+  t.is(await h.call('Box', 'stalled', 'get', 'dropped'), h.name === 'workerd' ? 'written before the stall' : undefined);
+  t.deepEqual(await h.call('Box', 'stall-caller', 'within', 1000, 'stalled', 'put', 'next', 2), { value: 2 });
+});
+
 both('the mailbox takes 1024 calls waiting behind the running one and refuses the next with ERR_DURABLE_BUSY', async (t, h) => {
   t.timeout(30_000);
   t.deepEqual(await h.call('Box', 'flood', 'flood', 1025), { ok: 1024, ERR_DURABLE_BUSY: 1 });

@@ -73,7 +73,7 @@ class Host extends EventEmitter {
     const reports = hostReports(this, this.#counts, this.#metrics);
     /** @type {import('./worker-context').ContextPort} one for every worker's ctx */
     const ctxPort = {
-      get: (w, Class, id) => host.get(Class, id),
+      get: (w, Class, id, options) => host.get(Class, id, options),
       accept: (w, ws, tags) => host.#sockets.accept(w, ws, tags),
       list: (w, tag) => host.#sockets.list(w.key, tag),
       tags: (w, ws) => host.#sockets.tags(ws),
@@ -90,7 +90,7 @@ class Host extends EventEmitter {
       this.#pool = new ShardPool(
         { ...options.shards, callTimeout: options.callTimeout },
         shardRouter({
-          call: (binding, id, who, method, args, caller) => host.#call(binding, id, who, method, args, caller),
+          call: (binding, id, who, method, args, caller, timeout) => host.#call(binding, id, who, method, args, caller, timeout),
           bind: (Class) => host.#bind(Class),
           classNamed: (name) => host.#bindings.named(name) ?? [...host.#sharded].find((C) => nameOf(C) === name),
           sockets: host.#sockets,

@@ -9,7 +9,7 @@
  * How a host does what a ctx offers, for any of its workers: one object per
  * host, shared by every worker's ctx (a ctx holds the port and its worker).
  * @typedef {object} ContextPort
- * @property {(worker: object, Class: Function, id: string) => object} get a stub for another worker, carrying this call's chain
+ * @property {(worker: object, Class: Function, id: string, options?: { timeout?: number }) => object} get a stub for another worker, carrying this call's chain
  * @property {(worker: object, ws: object, tags?: string[]) => object} accept hands a socket to the host for this worker; its handle
  * @property {(worker: object, tag?: string) => object[]} list this worker's open accepted sockets
  * @property {(worker: object, ws: object) => string[]} tags the tags a socket was accepted with
@@ -103,9 +103,15 @@ class WorkerContext {
     return this.#worker.id;
   }
 
-  /** A stub for another worker; calls through it carry this call's chain. */
-  get(Class, id) {
-    return this.#port.get(this.#worker, Class, id);
+  /**
+   * A stub for another worker; calls through it carry this call's chain, and
+   * get at most what is left of this call's deadline.
+   * @param {Function} Class
+   * @param {string} id
+   * @param {{ timeout?: number }} [options] as host.get's
+   */
+  get(Class, id, options) {
+    return this.#port.get(this.#worker, Class, id, options);
   }
 }
 

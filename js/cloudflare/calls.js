@@ -6,7 +6,7 @@
 // name), and the JSON-over-HTTP gateway tests and tools use. The object's own
 // side is ./runtime.js.
 const { DurableError, codes, label } = require('../api/errors');
-const { checkWorkerId } = require('../api/rules');
+const { checkWorkerId, stubTimeout } = require('../api/rules');
 const { makeStub } = require('../api/stub');
 const { DurableWorker } = require('../api/worker');
 const { WebSocketHandle } = require('./sockets');
@@ -22,7 +22,10 @@ const { AsyncLocalStorage } = require('node:async_hooks');
  * chain of the call using it, as on Node (js/runtime/call-chain.js).
  */
 const chains = new AsyncLocalStorage();
-const currentChain = () => chains.getStore() ?? [];
+/** Runs `fn` in the chain `chain`, under `deadline` (epoch ms; undefined: none): the running call's, which bounds the calls it makes. */
+const inChain = (chain, deadline, fn) => chains.run({ chain, deadline }, fn);
+const currentChain = () => chains.getStore()?.chain ?? [];
+const currentDeadline = () => chains.getStore()?.deadline;
 
 /** The header a WebSocket upgrade carries its call in (hostOf(env).connect → the object's fetch). */
 const CALL_HEADER = 'x-durable-workers-call';
@@ -71,13 +74,20 @@ function checkArgs(args, who, method) {
   }
 }
 
-/** A platform serialization error (DataCloneError and its kin) as ERR_DURABLE_UNCLONEABLE, naming the worker. */
+/**
+ * A platform error as the package's: a serialization error (DataCloneError
+ * and its kin) as ERR_DURABLE_UNCLONEABLE, naming the worker; the platform's
+ * reset (ctx.abort(), a deadline) as ERR_DURABLE_RESET or ERR_DURABLE_TIMEOUT.
+ */
 function cloneError(err, who, method) {
   if (err instanceof DurableError) return err;
   const msg = String(err?.message ?? '');
   if (err?.name === 'DataCloneError' || / could not be cloned\.?$/.test(msg)) {
     return new DurableError(codes.UNCLONEABLE, `${who}: a value of ${method}() could not be cloned (${msg})`, { cause: err });
   }
+  // The platform's reset carries the message it was given (./runtime.js), not the code.
+  if (msg.startsWith(`${who}: reset by ctx.abort()`)) return new DurableError(codes.RESET, msg, { cause: err });
+  if (msg.startsWith(`${who}: ${method}() `) && /past its deadline|was not started: the deadline/.test(msg)) return new DurableError(codes.TIMEOUT, msg, { cause: err });
   return err;
 }
 
@@ -88,7 +98,7 @@ function cloneError(err, who, method) {
  * @param {string} id
  * @param {() => string[]} chainOf the labels of the calls waiting on this one, read at each call
  */
-function stubFor(env, Class, id, chainOf) {
+function stubFor(env, Class, id, chainOf, options) {
   const { name, binding } = entryOf(Class);
   checkWorkerId(name, id);
   const ns = env[binding];
@@ -96,6 +106,7 @@ function stubFor(env, Class, id, chainOf) {
     throw new DurableError(codes.NAME, `${name}: the Worker has no Durable Object binding ${binding} (a durableObjectNamespace binding named ${binding} is needed)`);
   }
   const who = label(name, id);
+  const timeout = stubTimeout(options, who);
   let remote = null;
   return makeStub(async (method, args) => {
     const chain = chainOf();
@@ -105,7 +116,7 @@ function stubFor(env, Class, id, chainOf) {
     checkArgs(args, who, method);
     remote ??= ns.get(ns.idFromName(id));
     try {
-      return await remote.__call(method, args, chain, id);
+      return await remote.__call(method, args, chain, id, { timeout, outer: currentDeadline() });
     } catch (err) {
       throw cloneError(revive(err), who, method);
     }
@@ -123,7 +134,7 @@ function hostOf(env) {
     throw new DurableError(codes.METHOD, `hostOf(env).${what}() does not exist on Cloudflare: ${why}`);
   };
   return Object.freeze({
-    get: (Class, id) => stubFor(env, Class, id, currentChain),
+    get: (Class, id, options) => stubFor(env, Class, id, currentChain, options),
     /**
      * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker; resolves to the Response to return (101 when accepted).
      */
@@ -176,4 +187,4 @@ async function handleCall(request, env, classes) {
   }
 }
 
-module.exports = { chains, currentChain, CALL_HEADER, register, registry, entryOf, isWorkerClass, stubFor, hostOf, handleCall };
+module.exports = { inChain, currentChain, CALL_HEADER, register, registry, entryOf, isWorkerClass, stubFor, hostOf, handleCall };

@@ -17,6 +17,7 @@
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
 const { DurableError, codes, label } = require('../api/errors');
+const { NONE, abortError, deadlineOf, expiredError, timeoutError, within } = require('../runtime/deadline');
 const { CLASS_NAME, alarmBackoff, mailboxFull } = require('../api/rules');
 const { Mailbox: Queue } = require('../runtime/mailbox');
 const { construct, callableMethods } = require('../api/worker');
@@ -26,13 +27,14 @@ const { CloudflareState } = require('./state');
 const { NamedAlarms } = require('./alarms');
 const { SocketSide, WebSocketHandle } = require('./sockets');
 const wire = require('./wire');
-const { chains, currentChain, CALL_HEADER, register, isWorkerClass, stubFor, hostOf, handleCall } = require('./calls');
+const { inChain, currentChain, CALL_HEADER, register, isWorkerClass, stubFor, hostOf, handleCall } = require('./calls');
 
 const MAILBOX = 1024;
 /** Names the Durable Object itself answers to: a worker method by one of these names cannot be mapped. */
 const RESERVED = new Set(['fetch', '__call', '__deleteAll', '__connect']);
 
 const RT = Symbol('durable-workers runtime');
+const TIMED_OUT = Symbol('timed out');
 
 /**
  * The mailbox (runtime/mailbox.js, as on Node): entries run one at a time, in
@@ -58,11 +60,17 @@ class Mailbox {
 
 /** What a worker's `this.ctx` does on a Durable Object, where one object is one worker: the worker is its Runtime. */
 const CTX_PORT = Object.freeze({
-  get: (rt, Class, id) => stubFor(rt.env, Class, id, () => [...currentChain(), rt.who()]),
+  get: (rt, Class, id, options) => stubFor(rt.env, Class, id, () => [...currentChain(), rt.who()], options),
   accept: (rt, ws, tags) => rt.sockets.accept(ws, tags),
   list: (rt, tag) => rt.sockets.list(tag),
   tags: (rt, ws) => rt.sockets.tags(ws),
   autoResponse: (rt, pair) => rt.sockets.setAutoResponse(pair),
+  // The platform's own reset: the object is discarded with its unconfirmed writes and made again on the next event.
+  abort: (rt, reason) => {
+    const err = abortError(rt.who(), reason);
+    rt.ctx.abort(err.message);
+    throw err;
+  },
 });
 
 /** One Durable Object instance's side of a worker. */
@@ -111,8 +119,12 @@ class Runtime {
     return instance;
   }
 
-  /** A call from a stub (or a native RPC call, with no chain). */
-  call(method, args, chain, id) {
+  /**
+   * A call from a stub (or a native RPC call, with no chain). `limits`: the
+   * stub's timeout and its caller's deadline (runtime/deadline.js); a call
+   * that overruns is cut off by the platform's reset, as on Node.
+   */
+  call(method, args, chain, id, limits) {
     const who = () => label(this.entry.name, this.id ?? id ?? '?');
     if (typeof method !== 'string' || !this.entry.methods.has(method)) {
       const why =
@@ -126,13 +138,23 @@ class Runtime {
     if (Array.isArray(chain) && chain.includes(mine)) {
       return Promise.reject(new DurableError(codes.CYCLE, `a call to ${mine} would wait on itself: ${[...chain, mine].join(' → ')} (a worker runs one call at a time, so this would never finish)`));
     }
-    return this.mailbox.run(who, () =>
-      chains.run(Array.isArray(chain) ? chain : [], async () => {
+    return this.mailbox.run(who, () => {
+      const deadline = deadlineOf(typeof limits?.timeout === 'number' ? limits.timeout : undefined, typeof limits?.outer === 'number' ? limits.outer : undefined);
+      if (deadline <= Date.now()) throw expiredError(who(), method);
+      const began = Date.now();
+      const run = inChain(Array.isArray(chain) ? chain : [], deadline === NONE ? undefined : deadline, async () => {
         this.resolveId(id);
         const w = await this.materialize();
         return w[method](...args);
-      }),
-    );
+      });
+      if (deadline === NONE) return run;
+      return within(run, deadline, TIMED_OUT).catch((err) => {
+        if (err !== TIMED_OUT) throw err;
+        const timedOut = timeoutError(who(), `${method}()`, Date.now() - began, deadline - began);
+        this.ctx.abort(timedOut.message);
+        throw timedOut;
+      });
+    });
   }
 
   /**
@@ -146,7 +168,7 @@ class Runtime {
     return this.mailbox.run(
       () => this.who(),
       () =>
-        chains.run([], async () => {
+        inChain([], undefined, async () => {
           try {
             this.resolveId(undefined);
             const w = await this.materialize();
@@ -198,7 +220,7 @@ class Runtime {
     return this.mailbox.run(
       () => this.who(),
       () =>
-        chains.run([], async () => {
+        inChain([], undefined, async () => {
           this.resolveId(undefined);
           const w = await this.materialize();
           await run(w);
@@ -288,8 +310,8 @@ function makeToDurableObject(Base) {
         Object.defineProperty(this, RT, { value: new Runtime(Class, entry, ctx, env) });
       }
 
-      __call(method, args, chain, id) {
-        return this[RT].call(method, args, chain, id);
+      __call(method, args, chain, id, limits) {
+        return this[RT].call(method, args, chain, id, limits);
       }
 
       __deleteAll(id) {

@@ -14,6 +14,7 @@ const { TAG_V8, decode, clone, isPrimitive } = require('../state/codec');
 const { current, refuseStale } = require('../runtime/call-chain');
 const { makeStub } = require('../api/stub');
 const { label } = require('../api/errors');
+const { stubTimeout } = require('../api/rules');
 const { DurableWorker } = require('../api/worker');
 const { OP, SOCKET, isSocketMarker, deserializeError } = require('./protocol');
 const { encodeAttachment, checkTags } = require('../sockets/websockets');
@@ -211,7 +212,7 @@ class Outgoing {
     this.#mirror = mirror;
   }
 
-  call(className, id, method, args) {
+  call(className, id, method, args, timeout) {
     const caller = current();
     let wire;
     try {
@@ -227,7 +228,7 @@ class Outgoing {
       return Promise.reject(err);
     }
     const deadline = caller?.deadline === Infinity ? undefined : caller?.deadline;
-    const frame = caller === undefined ? null : { key: caller.key, chain: caller.chain, keys: caller.keys, trace: caller.trace, deadline };
+    const frame = caller === undefined ? (timeout === undefined ? null : { timeout }) : { key: caller.key, chain: caller.chain, keys: caller.keys, trace: caller.trace, deadline, timeout };
     const send = () =>
       new Promise((resolve, reject) => {
         const cid = this.#next++;
@@ -259,9 +260,11 @@ function revive(value, mirror) {
  */
 function shardContextPort(mirror, outgoing) {
   return {
-    get: (worker, Class, id) => {
+    get: (worker, Class, id, options) => {
       const name = nameOf(Class);
-      return makeStub((method, args) => outgoing.call(name, id, method, args), label(name, String(id)));
+      const who = label(name, String(id));
+      const timeout = stubTimeout(options, who);
+      return makeStub((method, args) => outgoing.call(name, id, method, args, timeout), who);
     },
     accept: (worker, ws, tags) => mirror.accept(worker, ws, tags),
     list: (worker, tag) => mirror.list(worker.key, tag),

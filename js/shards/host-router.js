@@ -11,7 +11,7 @@ const { OP, serializeError, deserializeError, isSocketMarker } = require('./prot
 
 /**
  * @typedef {object} RouterPort what the router needs of the host
- * @property {(binding: object, id: string, who: string, method: string, args: unknown[], caller?: object) => Promise<unknown>} call
+ * @property {(binding: object, id: string, who: string, method: string, args: unknown[], caller?: object, timeout?: number) => Promise<unknown>} call
  * @property {(Class: Function) => object} bind
  * @property {(name: string) => Function | undefined} classNamed a class this host knows or the shard module exports
  * @property {import('../sockets/websockets').SocketRegistry} sockets
@@ -40,9 +40,10 @@ function shardRouter(port) {
       }
       const binding = port.bind(Class);
       checkWorkerId(binding.name, id);
-      const caller = frame === null ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE }, trace: port.traceOf(frame.trace), deadline: frame.deadline };
+      const caller =
+        frame?.chain === undefined ? undefined : { key: frame.key, chain: frame.chain, keys: frame.keys, worker: { state: NO_GATE }, trace: port.traceOf(frame.trace), deadline: frame.deadline };
       const real = args.map((a) => (isSocketMarker(a) ? port.sockets.fromMarker(a) : a));
-      p = port.call(binding, id, label(binding.name, id), method, real, caller);
+      p = port.call(binding, id, label(binding.name, id), method, real, caller, frame?.timeout);
     } catch (err) {
       p = Promise.reject(err);
     }
