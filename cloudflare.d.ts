@@ -1,6 +1,6 @@
 // Types for `durable-workers/cloudflare`: the same DurableWorker classes as
 // Durable Objects on workerd and Cloudflare. See docs/cloudflare.md.
-import type { DurableWorker, WorkerClass, Stub } from './index';
+import type { DurableWorker, WorkerClass, Stub, StubOptions } from './index';
 import type { PlatformAdapter, AdapterDeclaration, WorkerHost, WorkerRef, Trigger, RunResult } from './peek';
 
 /** The workerd release this package is tested against (the npm devDependency is pinned to it exactly). */
@@ -34,8 +34,10 @@ export interface CloudflareHost {
    * A stub over Durable Object RPC (idFromName(id)); same checks and codes as
    * host.get on Node. A call whose arguments cannot be cloned (a function, a
    * symbol, at any depth) rejects with ERR_DURABLE_UNCLONEABLE before anything is sent.
+   * A call past `options.timeout` rejects with ERR_DURABLE_TIMEOUT and the
+   * object is reset by the platform (`ctx.abort()`).
    */
-  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string): Stub<W>;
+  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string, options?: StubOptions): Stub<W>;
   /**
    * Hands a WebSocket upgrade request to `method(ws, ...args)` of the worker,
    * which accepts it with this.ctx.acceptWebSocket(ws, tags). Resolves to the

@@ -15,6 +15,12 @@ export interface OpenOptions {
   /** Ceiling on the alarm scheduler's sleep, in ms. Default 60000. */
   alarmPoll?: number;
   /**
+   * Milliseconds a call, `start()`, `alarm()`, a socket handler or `stop()`
+   * may run before its worker is reset (ERR_DURABLE_TIMEOUT to the caller).
+   * Default: none. A stub's `{ timeout }` overrides it for its calls.
+   */
+  callTimeout?: number;
+  /**
    * `'full'` (default): every commit is synced to the device and survives power loss.
    * `'relaxed'`: commits survive a process crash, not a power loss.
    */
@@ -172,6 +178,8 @@ export type DurableErrorCode =
   | 'ERR_DURABLE_CONTROL'
   | 'ERR_DURABLE_CONFIG'
   | 'ERR_DURABLE_BACKUP'
+  | 'ERR_DURABLE_TIMEOUT'
+  | 'ERR_DURABLE_RESET'
   | 'ERR_DURABLE_INTERNAL';
 
 /** The codes, by short name. */
@@ -195,6 +203,8 @@ export const codes: Readonly<{
   CONTROL: 'ERR_DURABLE_CONTROL';
   CONFIG: 'ERR_DURABLE_CONFIG';
   BACKUP: 'ERR_DURABLE_BACKUP';
+  TIMEOUT: 'ERR_DURABLE_TIMEOUT';
+  RESET: 'ERR_DURABLE_RESET';
   INTERNAL: 'ERR_DURABLE_INTERNAL';
 }>;
 
@@ -379,8 +389,23 @@ export interface DurableWebSocket {
 /** What a worker sees as `this.ctx`. */
 export interface WorkerContext {
   readonly id: string;
-  /** A stub for another worker; calls carry this call's chain and wait for this worker's writes so far. */
-  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string): Stub<W>;
+  /**
+   * A stub for another worker; calls carry this call's chain, wait for this
+   * worker's writes so far, and get at most what is left of this call's deadline.
+   */
+  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string, options?: StubOptions): Stub<W>;
+  /**
+   * Aborts when this instance is abandoned by a reset (a deadline passed, or
+   * `abort()`); its reason is the error the caller got. Stop timers with it.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Resets the worker (Cloudflare's `ctx.abort()`): this instance's writes
+   * not yet in a started commit are dropped, its later writes, calls and
+   * sends refused with ERR_DURABLE_RESET, the running call rejects with
+   * ERR_DURABLE_RESET, and the next call runs on a fresh instance. Throws.
+   */
+  abort(reason?: unknown): never;
   /** Hands a socket to the host for this worker (tags: at most 10 strings); returns its handle. */
   acceptWebSocket(ws: ServerSocket | DurableWebSocket, tags?: string[]): DurableWebSocket;
   /** This worker's open accepted sockets, those with `tag` if given. */
@@ -458,6 +483,8 @@ export interface HostStats {
   alarmsFired: number;
   /** alarm() handlers that threw (each is retried). */
   alarmsFailed: number;
+  /** Workers reset: a call or hook overran its deadline, or the worker called `ctx.abort()`. */
+  resets: number;
   /** Worker transactions committed. */
   commits: number;
   /** Commits that waited for the device. */
@@ -498,6 +525,24 @@ export interface AlarmFailedEvent {
   retryAt: number;
 }
 
+/** A stub's options (`host.get`, `ctx.get`). */
+export interface StubOptions {
+  /** Milliseconds each call through the stub may run; `Infinity` for none. Default: open()'s `callTimeout`. */
+  timeout?: number;
+}
+
+/** A worker was reset; its abandoned instance can no longer write, call or send. */
+export interface ResetEvent {
+  class: string;
+  id: string;
+  /** `'timeout'`: a call or hook ran past its deadline; `'abort'`: the worker called `ctx.abort()`. */
+  reason: 'timeout' | 'abort';
+  /** The method (or hook: `start`, `alarm`, `stop`) that overran, if any. */
+  method?: string;
+  /** What the caller got: ERR_DURABLE_TIMEOUT or ERR_DURABLE_RESET. */
+  error: DurableError;
+}
+
 export interface EvictedEvent {
   class: string;
   id: string;
@@ -509,7 +554,7 @@ export interface Host extends EventEmitter {
   /** The directory this host owns. */
   readonly dir: string;
   /** A stub for the worker `id`. No I/O: the worker opens on its first call. */
-  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string): Stub<W>;
+  get<W extends DurableWorker>(Class: WorkerClass<W>, id: string, options?: StubOptions): Stub<W>;
   /** Closes the worker and removes its file and catalog entry; false if it never existed. */
   delete(Class: WorkerClass, id: string): Promise<boolean>;
   /** The ids of a class that exist, from the catalog, sorted. */
@@ -542,5 +587,7 @@ export interface Host extends EventEmitter {
   on(event: 'alarmFailed', listener: (err: unknown, event: AlarmFailedEvent) => void): this;
   /** A shard ended (a throw outside a call, out of memory, missed heartbeats): its in-flight calls rejected with ERR_DURABLE_SHARD_LOST. */
   on(event: 'shardLost', listener: (err: DurableError, event: ShardLostEvent) => void): this;
+  /** A worker was reset (a deadline passed, or ctx.abort()). */
+  on(event: 'reset', listener: (event: ResetEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
