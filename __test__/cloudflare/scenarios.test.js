@@ -203,6 +203,21 @@ both('delete takes a worker’s state and alarms and says whether it existed; on
   t.is(await h.delete('Clock', 'doomed'), false, 'a call that only read wrote nothing to delete');
 });
 
+both('ctx.broadcast reaches every socket of the worker but those excepted, and says how many', async (t, h) => {
+  t.timeout(40_000);
+  const ada = await h.socket('hall', 'ada');
+  const bob = await h.socket('hall', 'bob');
+  await ada.json();
+  await bob.json();
+  t.is(await h.call('Room', 'hall', 'shout', 'not to bob', 'bob'), 1);
+  t.is(await h.call('Room', 'hall', 'shout', 'to all', 'nobody'), 2);
+  t.is(await ada.next(), 'not to bob');
+  t.is(await ada.next(), 'to all');
+  t.is(await bob.next(), 'to all');
+  ada.close();
+  bob.close();
+});
+
 both('a socket message after the worker hibernated reaches a new instance, with its tags, attachment and state; the auto-response answers without it', async (t, h) => {
   t.timeout(40_000);
   const ws = await h.socket('lobby', 'ada');

@@ -79,6 +79,7 @@ class Host extends EventEmitter {
       tags: (w, ws) => host.#sockets.tags(ws),
       autoResponse: (w, pair) => host.#sockets.setAutoResponse(w.key, w.who, pair),
       abort: (w, reason, epoch) => w.abort(reason, epoch),
+      broadcast: (w, message, options) => host.#sockets.broadcast(w.key, w.who, message, options),
     };
     this.#live = new LiveSet({
       native,

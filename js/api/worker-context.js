@@ -15,6 +15,7 @@
  * @property {(worker: object, ws: object) => string[]} tags the tags a socket was accepted with
  * @property {(worker: object, pair: { request: string, response: string } | null) => void} autoResponse
  * @property {(worker: object, reason: unknown, epoch: number) => never} abort resets the worker whose instance of `epoch` asks; throws
+ * @property {(worker: object, message: string | ArrayBuffer | ArrayBufferView, options?: object) => number} broadcast sends to the worker's matching sockets
  */
 
 /** How the runtime aborts an abandoned instance's `ctx.signal` (internal, not API). */
@@ -86,6 +87,19 @@ class WorkerContext {
   /** This worker's open accepted sockets, those with `tag` if given. */
   getWebSockets(tag) {
     return this.#port.list(this.#worker, tag);
+  }
+
+  /**
+   * Sends `message` to every open socket this worker accepted (those with
+   * any of `tags`, if given; not those in `except`), in the order they were
+   * accepted, once this worker's writes so far have committed: one wait for
+   * all of them. Returns how many sockets it is sent to.
+   * @param {string | ArrayBuffer | ArrayBufferView} message
+   * @param {{ tags?: string[], except?: object | object[] }} [options]
+   * @returns {number}
+   */
+  broadcast(message, options) {
+    return this.#port.broadcast(this.#worker, message, options);
   }
 
   /** The tags a socket was accepted with. */

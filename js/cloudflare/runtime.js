@@ -65,6 +65,7 @@ const CTX_PORT = Object.freeze({
   list: (rt, tag) => rt.sockets.list(tag),
   tags: (rt, ws) => rt.sockets.tags(ws),
   autoResponse: (rt, pair) => rt.sockets.setAutoResponse(pair),
+  broadcast: (rt, message, options) => rt.sockets.broadcast(message, options),
   // The platform's own reset: the object is discarded with its unconfirmed writes and made again on the next event.
   abort: (rt, reason) => {
     const err = abortError(rt.who(), reason);

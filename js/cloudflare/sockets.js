@@ -8,6 +8,7 @@
 // output gate holds it until the writes before it are confirmed.
 const { DurableError, codes } = require('../api/errors');
 const { encodedSize } = require('./size');
+const { broadcastOptions, reaches } = require('../sockets/broadcast');
 
 const MAX_ATTACHMENT = 16 * 1024;
 const MAX_TAGS = 10;
@@ -97,6 +98,18 @@ class SocketSide {
   tags(handle) {
     const r = records.get(handle);
     return r === undefined ? [] : this.#ctx.getTags(r.ws);
+  }
+
+  /** `ctx.broadcast`: the platform's output gate holds every send until the writes before it are confirmed. */
+  broadcast(message, options) {
+    const opts = broadcastOptions(this.#who(), message, options);
+    let n = 0;
+    for (const ws of this.#ctx.getWebSockets()) {
+      if (ws.readyState !== 1 || !reaches(opts, this.handleFor(ws), this.#ctx.getTags(ws))) continue;
+      ws.send(message);
+      n++;
+    }
+    return n;
   }
 
   setAutoResponse(pair) {

@@ -18,6 +18,7 @@ const { stubTimeout } = require('../api/rules');
 const { DurableWorker } = require('../api/worker');
 const { OP, SOCKET, isSocketMarker, deserializeError } = require('./protocol');
 const { encodeAttachment, checkTags } = require('../sockets/websockets');
+const { sendInOrder, broadcastOptions, reaches } = require('../sockets/broadcast');
 
 const OPEN = 1;
 const CLOSED = 3;
@@ -140,21 +141,16 @@ class SocketMirror {
 
   /** A gated send, in order with the socket's earlier sends. */
   send(r, data) {
-    const gate = r.key === null ? null : this.#ownerGate(r.key);
-    if (gate === null && r.chain === null) {
-      this.post({ op: OP.socketSend, sid: r.sid, data });
-      return;
-    }
-    const chain = (r.chain ?? Promise.resolve())
-      .then(() => gate)
-      .then(
-        () => this.post({ op: OP.socketSend, sid: r.sid, data }),
-        () => {}, // the commit failed: what it would have announced is not sent
-      );
-    r.chain = chain;
-    chain.then(() => {
-      if (r.chain === chain) r.chain = null;
-    });
+    sendInOrder([r], r.key === null ? null : this.#ownerGate(r.key), () => this.post({ op: OP.socketSend, sid: r.sid, data }));
+  }
+
+  /** `ctx.broadcast` for the worker `key`: one gate wait here, one message to the host. */
+  broadcast(key, who, message, options) {
+    const opts = broadcastOptions(who, message, options);
+    const targets = [];
+    for (const r of this.#byKey.get(key) ?? []) if (r.readyState === OPEN && reaches(opts, r.handle, r.tags)) targets.push(r);
+    if (targets.length > 0) sendInOrder(targets, this.#ownerGate(key), (rs) => this.post({ op: OP.socketBroadcast, key, sids: rs.map((r) => r.sid), data: message }));
+    return targets.length;
   }
 
   /**
@@ -271,6 +267,7 @@ function shardContextPort(mirror, outgoing) {
     tags: (worker, ws) => mirror.tags(ws),
     autoResponse: (worker, pair) => mirror.setAutoResponse(worker.key, worker.who, pair),
     abort: (worker, reason, epoch) => worker.abort(reason, epoch),
+    broadcast: (worker, message, options) => mirror.broadcast(worker.key, worker.who, message, options),
   };
 }
 

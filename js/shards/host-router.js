@@ -71,6 +71,7 @@ function shardRouter(port) {
         case OP.socketClose:
         case OP.socketAttach:
         case OP.socketAuto:
+        case OP.socketBroadcast:
           return port.sockets.fromShard(msg.op === OP.socketAccept ? shard.workers.get(msg.key) : undefined, msg);
         case OP.rpc:
           if (msg.key === null) {

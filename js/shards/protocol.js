@@ -86,6 +86,7 @@ function deserializeError(d) {
  *   reset         { info }                               a worker was reset (info.error serialized)
  *   alarmRan      { className, id, name, scheduledTime, attempt, lateMs, durationMs, error? }  an alarm handler ran (metrics, channels)
  *   socketAccept, socketSend, socketClose, socketAttach, socketAuto   a hibernating socket's operations (sockets/websockets.js)
+ *   socketBroadcast { key, sids, data }                  one message to many sockets, gated on the shard
  */
 const OP = Object.freeze({
   entry: 'entry',
@@ -112,6 +113,7 @@ const OP = Object.freeze({
   socketClose: 'socketClose',
   socketAttach: 'socketAttach',
   socketAuto: 'socketAuto',
+  socketBroadcast: 'socketBroadcast',
 });
 
 /**

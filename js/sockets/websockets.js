@@ -17,11 +17,13 @@ const { DurableError, codes } = require('../api/errors');
 const { TAG_V8, encode, decode } = require('../state/codec');
 const { Buffer } = require('node:buffer');
 const { OP, SOCKET, isSocketMarker, serializeError } = require('../shards/protocol');
+const { sendInOrder, broadcastOptions, reaches } = require('./broadcast');
 
 const MAX_ATTACHMENT = 16 * 1024;
 const MAX_TAGS = 10;
 const MAX_TAG = 256;
 const GOING_AWAY = 1001;
+const OPEN = 1;
 
 /** @type {WeakMap<WebSocketHandle, object>} handle → its record */
 const records = new WeakMap();
@@ -77,6 +79,14 @@ class WebSocketHandle {
     const r = records.get(this);
     return r.attachment === null ? null : decode(TAG_V8, r.attachment, () => r.who ?? 'a socket');
   }
+}
+
+/** Sends `message` on every record's socket; a string is encoded to UTF-8 once and sent as text. */
+function sendEach(records, message) {
+  const text = typeof message === 'string';
+  const data = text ? Buffer.from(message) : message;
+  const opts = { binary: !text };
+  for (const r of records) r.ws.send(data, opts);
 }
 
 class SocketRegistry {
@@ -175,21 +185,20 @@ class SocketRegistry {
 
   /** A gated send: after the owner's writes so far, and after earlier sends. */
   send(r, data) {
-    const gate = r.key === null ? null : this.#face.gateOf(r.key);
-    if (gate === null && r.chain === null) {
-      r.ws.send(data);
-      return;
-    }
-    const chain = (r.chain ?? Promise.resolve())
-      .then(() => gate)
-      .then(
-        () => r.ws.send(data),
-        () => {}, // the commit failed: what it would have announced is not sent
-      );
-    r.chain = chain;
-    chain.then(() => {
-      if (r.chain === chain) r.chain = null;
-    });
+    sendInOrder([r], r.key === null ? null : this.#face.gateOf(r.key), () => r.ws.send(data));
+  }
+
+  /**
+   * `ctx.broadcast(message, options)` for the worker `key`: every open socket
+   * it accepted that the options reach, in acceptance order, after one gate
+   * wait. A text message is encoded once for all of them. Returns how many.
+   */
+  broadcast(key, who, message, options) {
+    const opts = broadcastOptions(who, message, options);
+    const targets = [];
+    for (const r of this.#byWorker.get(key) ?? []) if (r.ws.readyState === OPEN && reaches(opts, r.handle, r.tags)) targets.push(r);
+    if (targets.length > 0) sendInOrder(targets, this.#face.gateOf(key), (rs) => sendEach(rs, message));
+    return targets.length;
   }
 
   /** Stops reading the sockets of worker `key`: its mailbox is full. */
@@ -242,9 +251,14 @@ class SocketRegistry {
     return [...(this.#byWorker.get(key) ?? [])].map((r) => this.markerOf(r.handle));
   }
 
-  /** What a shard asks of a socket: accept, send (already gated there), close, attach, auto-response. */
+  /** What a shard asks of a socket: accept, send or broadcast (already gated there), close, attach, auto-response. */
   fromShard(worker, msg) {
     if (msg.op === OP.socketAuto) return this.setAutoResponse(msg.key, msg.key, msg.pair);
+    if (msg.op === OP.socketBroadcast)
+      return sendEach(
+        msg.sids.map((sid) => this.#bySid.get(sid)).filter((r) => r !== undefined && r.ws.readyState === OPEN),
+        msg.data,
+      );
     const r = this.#bySid.get(msg.sid);
     if (r === undefined) return;
     switch (msg.op) {
@@ -252,7 +266,7 @@ class SocketRegistry {
         if (r.key === null && worker !== undefined) this.accept(worker, r.handle, msg.tags);
         return;
       case OP.socketSend:
-        if (r.ws.readyState === 1) r.ws.send(msg.data);
+        if (r.ws.readyState === OPEN) r.ws.send(msg.data);
         return;
       case OP.socketClose:
         return r.ws.close(msg.code, msg.reason);
