@@ -129,7 +129,11 @@ test('a broadcast leaves only once the write before it is durable: SIGKILLed as 
     t.true(heard >= K);
     for (const c of clients) {
       const got = c.inbox.slice(1).map(Number);
-      t.deepEqual(got, Array.from({ length: got.length }, (_, i) => i + 1), 'every socket heard the counts in order, none skipped');
+      t.deepEqual(
+        got,
+        Array.from({ length: got.length }, (_, i) => i + 1),
+        'every socket heard the counts in order, none skipped',
+      );
     }
     const host = await open({ dir });
     const n = await host.get(Hall, 'hall').count();
