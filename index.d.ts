@@ -410,6 +410,13 @@ export interface WorkerContext {
   acceptWebSocket(ws: ServerSocket | DurableWebSocket, tags?: string[]): DurableWebSocket;
   /** This worker's open accepted sockets, those with `tag` if given. */
   getWebSockets(tag?: string): DurableWebSocket[];
+  /**
+   * Sends `message` to every open socket this worker accepted (with any of
+   * `tags` if given, not those in `except`), in the order they were accepted,
+   * once the writes made so far have committed: one wait for all of them, and
+   * each socket's messages stay in the order they were made. Returns how many.
+   */
+  broadcast(message: string | ArrayBuffer | ArrayBufferView, options?: BroadcastOptions): number;
   getTags(ws: DurableWebSocket): string[];
   /** Answers `request` (exact text) with `response` on the host, without waking the worker; null clears. */
   setWebSocketAutoResponse(pair: { request: string; response: string } | null): void;
@@ -523,6 +530,14 @@ export interface AlarmFailedEvent {
   attempt: number;
   /** Epoch ms of the next attempt. */
   retryAt: number;
+}
+
+/** `ctx.broadcast`'s options. */
+export interface BroadcastOptions {
+  /** Only sockets accepted with at least one of these tags. */
+  tags?: string[];
+  /** Sockets to skip (the sender's, say). */
+  except?: DurableWebSocket | DurableWebSocket[];
 }
 
 /** A stub's options (`host.get`, `ctx.get`). */
