@@ -4,6 +4,7 @@
 const { Host } = require('./api/host');
 const { DurableWorker } = require('./api/worker');
 const { DurableError, codes, fromNative } = require('./api/errors');
+const { TestClock } = require('./alarms/clock');
 const { validate } = require('./api/options');
 const { Commits } = require('./runtime/commits');
 
@@ -64,4 +65,4 @@ async function open(options) {
  */
 const restore = (from, to, options) => require('./tools/backup').restore(from, to, options);
 
-module.exports = { open, restore, DurableWorker, DurableError, codes };
+module.exports = { open, restore, DurableWorker, DurableError, codes, TestClock };

@@ -2,5 +2,5 @@
 // identity agree whichever way a program imports the package.
 import cjs from './index.js';
 
-export const { open, restore, DurableWorker, DurableError, codes } = cjs;
+export const { open, restore, DurableWorker, DurableError, codes, TestClock } = cjs;
 export default cjs;

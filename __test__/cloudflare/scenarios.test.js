@@ -218,6 +218,33 @@ both('ctx.broadcast reaches every socket of the worker but those excepted, and s
   bob.close();
 });
 
+both('a schedule calls its method with its arguments as themselves (Date, Map, BigInt); recurring ones (every, cron) repeat until cancelled', async (t, h) => {
+  t.timeout(60_000);
+  const args = [new Date(1_700_000_000_000), new Map([['k', 2n ** 70n]])];
+  const once = await h.call('Clock', 'plans', 'plan', 300, 'once', ...args);
+  const every = await h.call('Clock', 'plans', 'plan', { every: '1s' }, 'every');
+  const cron = await h.call('Clock', 'plans', 'plan', { cron: '* * * * * *', tz: 'Asia/Tokyo' }, 'cron');
+  t.deepEqual((await h.call('Clock', 'plans', 'plans')).map((p) => p.id).sort(), [once, every, cron].sort());
+  const deadline = Date.now() + 30_000;
+  let notes = [];
+  while (Date.now() < deadline) {
+    notes = await h.call('Clock', 'plans', 'notes');
+    if (notes.filter((n) => n.tag === 'every').length >= 2 && notes.some((n) => n.tag === 'once') && notes.some((n) => n.tag === 'cron')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.deepEqual(
+    notes.find((n) => n.tag === 'once'),
+    { tag: 'once', args },
+  );
+  t.true(notes.filter((n) => n.tag === 'every').length >= 2);
+  t.true(notes.some((n) => n.tag === 'cron'));
+  t.true(await h.call('Clock', 'plans', 'cancelPlan', cron));
+  t.deepEqual(await h.call('Clock', 'plans', 'plans'), [{ id: every, method: 'note', args: ['every'], every: '1s' }], 'the one-off is gone');
+  t.true(await h.call('Clock', 'plans', 'cancelPlan', every));
+  t.false(await h.call('Clock', 'plans', 'cancelPlan', every));
+  t.deepEqual(await h.call('Clock', 'plans', 'plans'), []);
+});
+
 both('a socket message after the worker hibernated reaches a new instance, with its tags, attachment and state; the auto-response answers without it', async (t, h) => {
   t.timeout(40_000);
   const ws = await h.socket('lobby', 'ada');

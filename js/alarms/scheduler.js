@@ -14,6 +14,8 @@
 // off it. Guessing ("classes something has addressed") would fire alarms on a
 // busy process and not on an idle one.
 
+const { ATTACH } = require('./clock');
+
 const PAGE = 256;
 const RETRY_MIN_MS = 10;
 const RETRY_MAX_MS = 1000;
@@ -25,7 +27,13 @@ class AlarmScheduler {
   #bindings;
   #names;
   #poll;
+  /** @type {{ now(): number }} */
+  #clock;
   #timer = null;
+  /** Leaves a TestClock this scheduler attached to. */
+  #detach = null;
+  /** The pass running, if any. */
+  #current = null;
   #wakeAt = Infinity;
   #stopped = false;
   #running = false;
@@ -43,8 +51,10 @@ class AlarmScheduler {
    *   runs a worker's due alarms, starting its handlers once `after` resolves
    * @param {object[]} bindings the classes to serve
    * @param {number} poll ceiling on one sleep, ms
+   * @param {{ now(): number }} clock what "due" is measured by (./clock.js)
    */
-  constructor(native, fire, bindings, poll) {
+  constructor(native, fire, bindings, poll, clock) {
+    this.#clock = clock;
     this.#native = native;
     this.#fire = fire;
     this.#bindings = new Map(bindings.map((b) => [b.name, b]));
@@ -57,8 +67,19 @@ class AlarmScheduler {
     return this.#bindings.has(name);
   }
 
-  start() {
+  /**
+   * Starts; `forget` runs when stopped. What startAlarms() resolves to.
+   * @returns {{ stop(): Promise<void> }}
+   */
+  start(forget) {
+    this.#detach = this.#clock[ATTACH]?.(() => this.settle()) ?? null;
     this.#pass();
+    return {
+      stop: async () => {
+        forget();
+        await this.stop();
+      },
+    };
   }
 
   /** An alarm was set for `at`: wake earlier than planned if need be. */
@@ -66,9 +87,25 @@ class AlarmScheduler {
     if (!this.#stopped && at < this.#wakeAt) this.#sleepUntil(at);
   }
 
+  /**
+   * Fires everything due now and resolves once it has run and nothing more
+   * is due (a TestClock's advance). A worker whose due alarms cannot be fired
+   * (its file will not open) is given up on after a few passes.
+   */
+  async settle() {
+    for (let pass = 0; pass < 16 && !this.#stopped; pass++) {
+      await this.#pass();
+      await Promise.allSettled([...this.#firing.values()]);
+      if (this.#firing.size > 0) continue;
+      const next = await this.#native.alarmNext(this.#names);
+      if (next === null || next > this.#clock.now()) return;
+    }
+  }
+
   /** Stops: no more firings start; resolves when those under way are done. */
   async stop() {
     this.#stopped = true;
+    this.#detach?.();
     clearTimeout(this.#timer);
     this.#timer = null;
     await Promise.allSettled(this.#firing.values());
@@ -76,7 +113,7 @@ class AlarmScheduler {
 
   #sleepUntil(at) {
     clearTimeout(this.#timer);
-    const now = Date.now();
+    const now = this.#clock.now();
     this.#wakeAt = Math.min(at, now + this.#poll);
     this.#timer = setTimeout(
       () => {
@@ -88,18 +125,23 @@ class AlarmScheduler {
     );
   }
 
-  /** One look at the index: fire what is due, then sleep until the next. */
-  async #pass() {
-    if (this.#stopped) return;
+  /** One look at the index: fire what is due, then sleep until the next. Resolves when the look (not the firings) is done. */
+  #pass() {
+    if (this.#stopped) return Promise.resolve();
     if (this.#running) {
       this.#again = true;
-      return;
+      return this.#current;
     }
     this.#running = true;
+    this.#current = this.#look();
+    return this.#current;
+  }
+
+  async #look() {
     try {
       do {
         this.#again = false;
-        const due = await this.#native.alarmDue(this.#names, Date.now(), PAGE);
+        const due = await this.#native.alarmDue(this.#names, this.#clock.now(), PAGE);
         let started = 0;
         // Workers open in parallel; each one's handlers wait for the previous
         // (earlier-due) one's to start, so alarms due together run in time order.
@@ -129,26 +171,34 @@ class AlarmScheduler {
         if (next === null) {
           this.#stalls = 0;
           this.#sleepUntil(Infinity);
-        } else if (next > Date.now()) {
+        } else if (next > this.#clock.now()) {
           this.#stalls = 0;
           this.#sleepUntil(next);
         } else if (this.#firing.size > 0) {
           // Due and being fired: its firing's end starts the next pass.
-          this.#sleepUntil(Date.now() + this.#poll);
+          this.#sleepUntil(this.#clock.now() + this.#poll);
         } else {
           // Due and not fired (it became due a moment ago, or a worker cannot
           // open): look again soon, more slowly each time it repeats.
           this.#stalls++;
-          this.#sleepUntil(Date.now() + Math.min(RETRY_MIN_MS * 2 ** (this.#stalls - 1), RETRY_MAX_MS));
+          this.#sleepUntil(this.#clock.now() + Math.min(RETRY_MIN_MS * 2 ** (this.#stalls - 1), RETRY_MAX_MS));
         }
       } while (this.#again && !this.#stopped);
     } catch (err) {
       // The catalog refused (the host closing, a disk error): try again later.
-      if (!this.#stopped) this.#sleepUntil(Date.now() + RETRY_MAX_MS);
+      if (!this.#stopped) this.#sleepUntil(this.#clock.now() + RETRY_MAX_MS);
     } finally {
       this.#running = false;
     }
   }
 }
 
-module.exports = { AlarmScheduler };
+/** startAlarms()'s `classes`, checked. */
+function servedClasses(classes) {
+  if (!Array.isArray(classes) || classes.length === 0) {
+    throw new TypeError('startAlarms({ classes }): classes must be a non-empty array of DurableWorker classes, the ones this process serves');
+  }
+  return classes;
+}
+
+module.exports = { AlarmScheduler, servedClasses };

@@ -31,6 +31,16 @@ class WorkerAlarms {
     return this.#alarms.size;
   }
 
+  /** Whether alarm `name` is set (a firing one included). */
+  has(name) {
+    return this.#alarms.has(name);
+  }
+
+  /** Every alarm: `[{ name, at, attempt }]`. */
+  entries() {
+    return [...this.#alarms].map(([name, a]) => ({ name, at: a.at, attempt: a.attempt }));
+  }
+
   /** True when changes wait for the next batch. */
   get dirty() {
     return this.#pending.size > 0;

@@ -12,7 +12,7 @@ const { nameOf, keyOf, cloneArgs, methodError, closedError } = require('../runti
 const { LiveSet } = require('../runtime/live-set');
 const { current, frameFor, refuseStale, WaitGraph } = require('../runtime/call-chain');
 const { stubTimeout } = require('./rules');
-const { AlarmScheduler } = require('../alarms/scheduler');
+const { AlarmScheduler, servedClasses } = require('../alarms/scheduler');
 const { catalogIndex } = require('../alarms/index-writes');
 const { SocketRegistry } = require('../sockets/websockets');
 const { ShardPool } = require('../shards/pool');
@@ -114,6 +114,7 @@ class Host extends EventEmitter {
       pool: this.#pool,
       sockets: this.#sockets,
       mailboxLimit: options.mailbox,
+      clock: options.clock,
       callTimeout: options.callTimeout,
       busy: (w) => host.#live.busy(w),
       idle: (w) => host.#live.idle(w),
@@ -188,19 +189,10 @@ class Host extends EventEmitter {
    */
   async startAlarms({ classes } = {}) {
     this.#checkOpen();
-    if (!Array.isArray(classes) || classes.length === 0) {
-      throw new TypeError('startAlarms({ classes }): classes must be a non-empty array of DurableWorker classes, the ones this process serves');
-    }
-    const bindings = classes.map((C) => this.#bind(C));
-    const scheduler = new AlarmScheduler(this.#native, (b, id, after) => this.#fireAlarms(b, id, after), bindings, this.#options.alarmPoll);
+    const bindings = servedClasses(classes).map((C) => this.#bind(C));
+    const scheduler = new AlarmScheduler(this.#native, (b, id, after) => this.#fireAlarms(b, id, after), bindings, this.#options.alarmPoll, this.#options.clock);
     this.#schedulers.add(scheduler);
-    scheduler.start();
-    return {
-      stop: async () => {
-        this.#schedulers.delete(scheduler);
-        await scheduler.stop();
-      },
-    };
+    return scheduler.start(() => this.#schedulers.delete(scheduler));
   }
 
   /** Counters: what is open, what durability has cost. */

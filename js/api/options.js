@@ -2,6 +2,7 @@
 // open() options, validated before anything reaches the native core, with
 // messages that name the option and say what would be accepted.
 const path = require('node:path');
+const { checkClock, SYSTEM } = require('../alarms/clock');
 
 const DEFAULTS = Object.freeze({
   maxLive: 128,
@@ -12,7 +13,7 @@ const DEFAULTS = Object.freeze({
   control: true,
 });
 
-const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'callTimeout', 'shards', 'archive']);
+const OPTIONS = Object.freeze(['dir', ...Object.keys(DEFAULTS), 'callTimeout', 'clock', 'shards', 'archive']);
 const ARCHIVE_OPTIONS = Object.freeze(['to', 's3', 'spool', 'retain', 'baseEvery']);
 const ARCHIVE_DEFAULTS = Object.freeze({ retain: '7d', baseEvery: '1d' });
 const UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -78,7 +79,11 @@ function validate(options) {
   if (typeof o.control !== 'boolean') {
     throw new TypeError(`open(): control must be true (serve inspect and top on a control socket) or false, got ${JSON.stringify(o.control) ?? String(o.control)}`);
   }
-  if (o.shards !== undefined) o.shards = shards(o.shards);
+  o.clock = checkClock(o.clock);
+  if (o.shards !== undefined) {
+    if (o.clock !== SYSTEM) throw new TypeError('open(): clock and shards cannot be combined: a shard thread cannot read a TestClock (test sharded classes in process)');
+    o.shards = shards(o.shards);
+  }
   if (o.archive !== undefined) {
     // Relaxed commits reach the disk at checkpoints: an archive synced every
     // 200 ms could hold writes a power cut took from the worker.

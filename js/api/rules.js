@@ -69,11 +69,15 @@ function checkKey(who, key) {
   if (tooLong(key)) throw new DurableError(codes.NAME, `${named(who)}: a key may be at most ${MAX_NAME_BYTES} bytes of UTF-8 (got ${utf8Length(key)})`);
 }
 
-/** An alarm's name: a well-formed string of at most 2,048 bytes (ERR_DURABLE_NAME). */
+/**
+ * An alarm's name: a well-formed string of at most 2,048 bytes, not starting
+ * with NUL, which marks a schedule's alarm (ERR_DURABLE_NAME).
+ */
 function checkAlarmName(who, name) {
   if (typeof name !== 'string' || !name.isWellFormed() || tooLong(name)) {
     throw new DurableError(codes.NAME, `${named(who)}: an alarm name is a string of at most ${MAX_NAME_BYTES} bytes of UTF-8`);
   }
+  if (name.charCodeAt(0) === 0) throw new DurableError(codes.NAME, `${named(who)}: alarm names starting with NUL are reserved for schedules (state.schedule)`);
 }
 
 /** setAlarm's time: a Date or finite epoch milliseconds, as whole milliseconds (a TypeError otherwise). */

@@ -11,6 +11,8 @@
 // fires, every due name runs in order, as one mailbox entry. Retries are
 // ours, not the platform's: a platform retry would rerun every due name.
 const { alarmBackoff } = require('../api/rules');
+const { Schedules, isScheduleName, nextTime } = require('../alarms/schedules');
+const wire = require('./wire');
 
 const DDL = 'CREATE TABLE IF NOT EXISTS dw_alarms(name TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID';
 
@@ -21,10 +23,25 @@ class NamedAlarms {
   /** Names whose alarm() is running → { rescheduled }. */
   #firing = new Map();
 
-  /** @param {DurableObjectStorage} storage */
-  constructor(storage) {
+  /**
+   * @param {DurableObjectStorage} storage
+   * @param {() => string} who names the worker in messages
+   * @param {Set<string>} methods what a schedule may call
+   */
+  constructor(storage, who, methods) {
     this.#storage = storage;
     this.#sql = storage.sql;
+    this.schedules = new Schedules({
+      who,
+      methods: () => methods,
+      set: (name, at) => this.set(name, at),
+      remove: (name) => this.remove(name),
+      entries: () => [...this.#table().exec('SELECT name, at, attempt FROM dw_alarms')],
+      encode: (value) => wire.encode(value, () => `${who()}: a schedule's arguments`),
+      decode: (text) => wire.decode(text),
+      newId: () => crypto.randomUUID(),
+      now: () => Date.now(),
+    });
   }
 
   #table() {
@@ -88,23 +105,30 @@ class NamedAlarms {
   }
 
   /**
-   * Runs every due alarm through `run(info)`, earliest first; then re-arms.
-   * @param {(info: { name: string, scheduledTime: number, retryCount: number }) => Promise<void>} run
+   * Runs every due alarm through `run(info, call)`, earliest first (`call`: a
+   * schedule's method and arguments, else null); then re-arms. A schedule
+   * that succeeded moves to its next slot after now, or ends.
+   * @param {(info: { name: string, scheduledTime: number, retryCount: number }, call: object | null) => Promise<void>} run
    * @param {(err: unknown, info: object) => void} onFailed
    */
   async fire(run, onFailed) {
     const due = [...this.#table().exec('SELECT name, at, attempt, scheduled FROM dw_alarms WHERE at <= ? ORDER BY at, name', Date.now())];
     for (const a of due) {
+      const call = isScheduleName(a.name) ? this.schedules.of(a.name) : null;
       this.#firing.set(a.name, { rescheduled: false });
       let error = null;
       try {
-        await run({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt });
+        await run({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt }, call);
       } catch (err) {
         error = err;
       }
       const setAgain = this.#firing.get(a.name).rescheduled;
       this.#firing.delete(a.name);
-      if (error === null) {
+      if (error === null && call !== null) {
+        const next = nextTime(call.when, a.scheduled, Date.now());
+        if (next === null) this.#sql.exec('DELETE FROM dw_alarms WHERE name = ?', a.name);
+        else this.#sql.exec('UPDATE dw_alarms SET at = ?, attempt = 0, scheduled = ? WHERE name = ?', next, next, a.name);
+      } else if (error === null) {
         if (!setAgain) this.#sql.exec('DELETE FROM dw_alarms WHERE name = ? AND at = ?', a.name, a.at);
       } else if (!setAgain) {
         const attempt = a.attempt + 1;

@@ -82,7 +82,7 @@ class Runtime {
     this.ctx = ctx;
     this.env = env;
     this.mailbox = new Mailbox();
-    this.alarms = new NamedAlarms(ctx.storage);
+    this.alarms = new NamedAlarms(ctx.storage, () => this.who(), entry.methods);
     this.id = typeof ctx.id?.name === 'string' && ctx.id.name.length > 0 ? ctx.id.name : null;
     this.instance = null;
     this.sockets = new SocketSide(ctx, () => this.who());
@@ -174,7 +174,8 @@ class Runtime {
             this.resolveId(undefined);
             const w = await this.materialize();
             await this.alarms.fire(
-              async (info) => {
+              async (info, call) => {
+                if (call !== null) return void (await w[call.method](...call.args));
                 if (typeof w.alarm !== 'function') throw new TypeError(`${this.entry.name} has alarms set but no alarm() method`);
                 await w.alarm(info);
               },
@@ -250,7 +251,7 @@ class Runtime {
     await storage.deleteAlarm();
     await storage.deleteAll();
     this.instance = null;
-    this.alarms = new NamedAlarms(storage);
+    this.alarms = new NamedAlarms(storage, () => this.who(), this.entry.methods);
     this.id = typeof this.ctx.id?.name === 'string' && this.ctx.id.name.length > 0 ? this.ctx.id.name : null;
     return existed;
   }

@@ -176,6 +176,20 @@ class CloudflareState {
     await this.#alarms.remove(name);
   }
 
+  // --- schedules: named alarms whose name carries the call (../alarms/schedules.js) ---
+
+  schedule(when, method, ...args) {
+    return this.#alarms.schedules.add(when, method, args);
+  }
+
+  schedules() {
+    return this.#alarms.schedules.list();
+  }
+
+  cancelSchedule(id) {
+    return this.#alarms.schedules.cancel(id);
+  }
+
   // --- checks --------------------------------------------------------------
 
   #measure() {

@@ -20,7 +20,6 @@ const { construct } = require('../api/worker');
 const { runIn, frameFor } = require('./call-chain');
 const { clone } = require('../state/codec');
 const { fromNative, label, codes } = require('../api/errors');
-const { alarmBackoff } = require('../api/rules');
 const { backfill } = require('../collections/backfill');
 const { performance } = require('node:perf_hooks');
 const { tracedAlarm, tracedSocketEvent } = require('../observe/trace');
@@ -28,6 +27,9 @@ const { workerStorage } = require('./worker-storage');
 const { NONE, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within } = require('./deadline');
 const { ABORT } = require('../api/worker-context');
 const { waitAtMost, ORDER_WAIT_MS } = require('../alarms/order');
+const { fireDue } = require('../alarms/firing');
+const { schedulesOf } = require('../alarms/state-alarms');
+const { SYSTEM } = require('../alarms/clock');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
@@ -46,6 +48,8 @@ class LiveWorker extends QueuedWorker {
   #commitTrace = undefined;
   /** When that call flushed (performance.now()): the commit's wait starts there. */
   #commitWaitFrom = 0;
+  /** What alarms and schedules fall due by (../alarms/clock.js). */
+  #clock;
   /** Names the worker in the state's messages. */
   #who = () => this.who;
   /** The instance's `this.ctx`. */
@@ -80,6 +84,7 @@ class LiveWorker extends QueuedWorker {
     this.failure = null;
     this.instance = null;
     this.inCall = false;
+    this.#clock = host.clock ?? SYSTEM;
     this.#open();
     this.mailbox = new Mailbox(
       host.mailboxLimit,
@@ -102,6 +107,8 @@ class LiveWorker extends QueuedWorker {
     this.#closeFile = () => this.host.commits.submit((cid) => native.close(cid));
     this.state = new DurableState(this.#who, this.#storage, () => this.#dirtyOutsideCall(), this.host.alarmIndex(this.binding.name, this.id), this.binding.collections);
     this.#stateRuntime = DurableState.runtimeOf(this.state);
+    this.#stateRuntime.methods = this.binding.methods;
+    this.#stateRuntime.clock = this.#clock;
   }
 
   async #run(entry) {
@@ -220,37 +227,21 @@ class LiveWorker extends QueuedWorker {
       if (this.failure !== null) return;
       await waitAtMost(entry.after, ORDER_WAIT_MS);
       entry.started();
-      const alarms = this.#stateRuntime.alarms;
-      const due = alarms.due(Date.now());
-      for (const a of due) {
-        alarms.beginFiring(a.name);
-        let error = null;
-        try {
-          if (typeof this.instance.alarm !== 'function') {
-            throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
-          }
-          await tracedAlarm(this.host, this.binding.name, this.id, a, () => this.#hook(() => this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt }), 'alarm()'));
-        } catch (err) {
-          error = err;
-        }
-        const attempt = a.attempt + 1;
-        const info = { class: this.binding.name, id: this.id, name: a.name, attempt };
-        if (this.#resetBy !== null) {
-          // Reset during the handler: the retry is written on the fresh state, the rest wait for it.
-          this.#retry = { name: a.name, attempt, scheduled: a.scheduled, retryAt: Date.now() + alarmBackoff(attempt) };
-          this.host.alarmFailed(error ?? this.lastReset, { ...info, retryAt: this.#retry.retryAt });
-          return;
-        }
-        const setAgain = alarms.endFiring(a.name);
-        if (error === null) {
-          if (!setAgain) alarms.remove(a.name);
-        } else if (!setAgain) {
-          const retryAt = Date.now() + alarmBackoff(attempt);
-          alarms.put(a.name, retryAt, attempt, a.scheduled);
-          this.host.alarmFailed(error, { ...info, retryAt });
-        } else {
-          this.host.alarmFailed(error, { ...info, retryAt: alarms.time(a.name) });
-        }
+      const who = { class: this.binding.name, id: this.id };
+      const cut = await fireDue(this.#stateRuntime.alarms, schedulesOf(this.state), {
+        run: (a, call) =>
+          tracedAlarm(this.host, this.binding.name, this.id, call === null ? a : { ...a, name: `schedule ${call.id}` }, () =>
+            this.#hook(() => this.#handle(a, call), call === null ? 'alarm()' : `${call.method}()`),
+          ),
+        failed: (err, info) => this.host.alarmFailed(err, { ...who, ...info }),
+        cut: () => this.#resetBy !== null,
+        now: () => this.#clock.now(),
+      });
+      if (cut !== null) {
+        // Reset during the handler: the retry is written on the fresh state, the rest wait for it.
+        this.#retry = cut;
+        this.host.alarmFailed(cut.error ?? this.lastReset, { ...who, name: cut.name, attempt: cut.attempt, retryAt: cut.retryAt });
+        return;
       }
       // Also the repair: an index that woke this worker early is put right.
       await this.#stateRuntime.settleAlarms();
@@ -310,6 +301,13 @@ class LiveWorker extends QueuedWorker {
     }
     this.status = 'closed';
     entry.resolve(existed);
+  }
+
+  /** A due alarm's handler, or a schedule's method. */
+  #handle(a, call) {
+    if (call !== null) return this.instance[call.method](...call.args);
+    if (typeof this.instance.alarm !== 'function') throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
+    return this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt });
   }
 
   /**

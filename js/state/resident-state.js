@@ -11,7 +11,7 @@
 // The resident copy holds encoded bytes, decoded on every `get`: a caller who
 // mutates what `get` returned has changed nothing until it calls `set`. The
 // bytes are also what make a same-bytes set free: it is compared, and dropped.
-const { checkKey, checkAlarmName, alarmTime, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
+const { checkKey, MAX_VALUE_BYTES, MAX_STATE_BYTES, valueTooLarge, stateTooLarge } = require('../api/rules');
 const { encodeValue, decode } = require('./codec');
 const { entryOf, sizeOf, keyRange } = require('./entry');
 const { WorkerAlarms } = require('../alarms/worker-alarms');
@@ -22,6 +22,7 @@ const { Collection } = require('../collections/collection');
 const { readRows, getNow } = require('../collections/read');
 const { NONE, noSuchCollection } = require('../collections/declarations');
 const { abandonedError } = require('../runtime/deadline');
+const { installAlarms } = require('../alarms/state-alarms');
 
 class DurableState {
   #who;
@@ -86,7 +87,8 @@ class DurableState {
    * public face: `load(page)` fills it from the worker's file, `hasFile()`,
    * `alarms` (to fire them), `settleAlarms()` commits what firing changed and
    * sets the index exactly, `abandon(err)` (the worker is reset: every later
-   * write is refused; returns the commit in flight, see OutputGate.abandon).
+   * write is refused; returns the commit in flight, see OutputGate.abandon),
+   * `alarmWrites(what)` for the alarm and schedule methods (../alarms/state-alarms.js).
    * One per state; its methods reach the private fields.
    */
   static runtimeOf(state) {
@@ -113,6 +115,18 @@ class DurableState {
     abandon(err) {
       return this.#s.#gate.abandon(err);
     }
+    who() {
+      return this.#s.#who();
+    }
+    /** The alarm writes in index order (../alarms/index-writes.js), refused for an abandoned instance. */
+    alarmWrites(what) {
+      this.#s.#writable(what);
+      return this.#s.#alarmWrites;
+    }
+    /** The class's callable methods (what a schedule may call; null: unchecked), and the state's schedules (../alarms/state-alarms.js). */
+    methods = null;
+    schedules = null;
+    clock = null;
   };
 
   /** Fills the resident copy from a loaded page; refuses unknown codecs by name. */
@@ -244,39 +258,6 @@ class DurableState {
     await this.#alarmWrites.clear();
   }
 
-  // --- alarms --------------------------------------------------------------
-
-  /**
-   * Sets alarm `name` (the unnamed one by default) to fire at `at`. Resolves
-   * once it is on disk and findable. Three writes, in an order that leaves the
-   * catalog's index early, never late, whatever crashes between them.
-   * @param {number | Date} at epoch milliseconds
-   * @param {{ name?: string }} [options]
-   */
-  async setAlarm(at, { name = '' } = {}) {
-    const when = alarmTime(this.#who, at);
-    checkAlarmName(this.#who, name);
-    this.#writable('setAlarm()');
-    await this.#alarmWrites.set(name, when);
-  }
-
-  /**
-   * The time alarm `name` is set for, or null. Inside `alarm()`, the alarm
-   * firing reads as cleared until the handler sets it again.
-   * @param {string} [name]
-   */
-  getAlarm(name = '') {
-    checkAlarmName(this.#who, name);
-    return this.#alarms.time(name);
-  }
-
-  /** Removes alarm `name` (the unnamed one by default). */
-  async deleteAlarm(name = '') {
-    checkAlarmName(this.#who, name);
-    this.#writable('deleteAlarm()');
-    await this.#alarmWrites.delete(name);
-  }
-
   // --- the gate ----------------------------------------------------------
 
   /**
@@ -395,5 +376,7 @@ class DurableState {
     return this.#sorted;
   }
 }
+
+installAlarms(DurableState);
 
 module.exports = { DurableState };
