@@ -12,8 +12,8 @@ const { isScheduleName, nextTime } = require('./schedules');
  * @param {{ of(name: string): { id: string, method: string, args: unknown[], when: object } } | null} schedules the state's (none: no schedule can be due)
  * @param {{ run(a: object, call: object | null): Promise<void>, failed(err: unknown, info: object): void, cut(): boolean, now(): number }} port
  *   `run` runs alarm() or the schedule's method; `cut()` says the worker was reset meanwhile; `now()` the clock's time
- * @returns {Promise<null | { name: string, attempt: number, scheduled: number, retryAt: number, error: unknown }>}
- *   the alarm a reset cut short (its retry is written on the fresh state), or null
+ * @returns {Promise<null | { name: string, attempt: number, scheduled: number, retryAt: number, error: unknown, info: object }>}
+ *   the alarm a reset cut short (its retry is written on the fresh state; `info` what 'alarmFailed' says of it), or null
  */
 async function fireDue(alarms, schedules, port) {
   for (const a of alarms.due(port.now())) {
@@ -26,9 +26,9 @@ async function fireDue(alarms, schedules, port) {
       error = err;
     }
     const attempt = a.attempt + 1;
-    if (port.cut()) return { name: a.name, attempt, scheduled: a.scheduled, retryAt: port.now() + alarmBackoff(attempt), error };
-    const setAgain = alarms.endFiring(a.name);
     const info = call === null ? { name: a.name, attempt } : { schedule: call.id, method: call.method, attempt };
+    if (port.cut()) return { name: a.name, attempt, scheduled: a.scheduled, retryAt: port.now() + alarmBackoff(attempt), error, info };
+    const setAgain = alarms.endFiring(a.name);
     if (error === null) {
       // A schedule its own call cancelled is gone already.
       if (call !== null && alarms.has(a.name)) {

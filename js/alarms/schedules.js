@@ -30,7 +30,9 @@ let Cron = null;
 function cron(expr, tz, who) {
   Cron ??= require('croner').Cron;
   try {
-    return new Cron(expr, { timezone: tz, paused: true });
+    const c = new Cron(expr, { timezone: tz, paused: true });
+    c.nextRun(); // a time zone that does not exist fails here, not at construction
+    return c;
   } catch (err) {
     throw new DurableError(codes.NAME, `${who}: schedule({ cron: ${JSON.stringify(expr)}${tz ? `, tz: ${JSON.stringify(tz)}` : ''} }): ${err.message}`, { cause: err });
   }

@@ -240,7 +240,7 @@ class LiveWorker extends QueuedWorker {
       if (cut !== null) {
         // Reset during the handler: the retry is written on the fresh state, the rest wait for it.
         this.#retry = cut;
-        this.host.alarmFailed(cut.error ?? this.lastReset, { ...who, name: cut.name, attempt: cut.attempt, retryAt: cut.retryAt });
+        this.host.alarmFailed(cut.error ?? this.lastReset, { ...who, ...cut.info, retryAt: cut.retryAt });
         return;
       }
       // Also the repair: an index that woke this worker early is put right.
