@@ -3,7 +3,8 @@
 // The benchmark: durable-workers against a hand-rolled better-sqlite3
 // baseline, both measured in this run on this machine, then the write
 // scenarios again on an emulated slow (5 ms per sync) device, then alarm
-// lateness (bench/alarms.js), hibernating sockets (bench/sockets.js),
+// lateness (bench/alarms.js), hibernating sockets (bench/sockets.js), broadcast
+// to one room (bench/broadcast.js), what deadlines cost the shop (bench/deadlines.js),
 // collections, shards, the Peek host, and the shop over node:http against
 // better-sqlite3 and local workerd (bench/shop.js, which also draws docs/bench.svg),
 // then the shop and in-process calls on Node 20 and 24 side by side (bench/lines.js),
@@ -261,6 +262,8 @@ const TARGETS = {
   perCpu: { text: '≥ 1.84× (1.5× the 1.23× of 2026-11-30)', of: 'ratio', ok: (x) => x >= 1.84 },
   // The backups issue: the continuous archive costs the shop at most 10%.
   archive: { text: '≥ 0.9×', of: 'ratio', ok: (x) => x >= 0.9 },
+  // The deadlines issue: a deadline on every call costs the shop under 3%.
+  deadline: { text: '≥ 0.97×', of: 'ratio', ok: (x) => x >= 0.97 },
 };
 
 function verdict(key, x) {
@@ -276,7 +279,7 @@ function verdict(key, x) {
  * local workerd Durable Objects over node:http; and the performance issue's
  * target for each row that has one.
  */
-function summary(results, slowResults, shopRows, slowShopRows, device, doResult) {
+function summary(results, slowResults, shopRows, slowShopRows, device, doResult, more = {}) {
   const rows = [];
   const pair = (label, r, key) => {
     if (r && ok(r.durable) && ok(r.baseline)) {
@@ -351,6 +354,21 @@ function summary(results, slowResults, shopRows, slowShopRows, device, doResult)
         rows.push([label, formatNumber(perCpu(observed)), formatNumber(perCpu(dw)), 'the same, no subscriber', formatRatio(perCpu(observed) / perCpu(dw)), '']);
     }
   }
+  // What a deadline on every call costs (bench/deadlines.js, interleaved runs; docs/deadlines.md).
+  const d = more.deadlines;
+  if (d)
+    rows.push(['shop journeys/s, callTimeout on every call', formatNumber(d.with), formatNumber(d.without), 'the same, no deadline (interleaved)', formatRatio(d.ratio), verdict('deadline', d.ratio)]);
+  // ctx.broadcast against the loop a user would write (bench/broadcast.js).
+  const b = more.broadcast;
+  if (b)
+    rows.push([
+      `broadcast to ${formatNumber(b.sockets)} sockets in one room (messages/s; p99 delivery ${b.broadcast.p99.toFixed(0)} ms)`,
+      formatNumber(b.broadcast.messagesPerSec),
+      formatNumber(b.loop.messagesPerSec),
+      `a send per socket (p99 ${b.loop.p99.toFixed(0)} ms)`,
+      formatRatio(b.ratio),
+      '',
+    ]);
   // The Durable Object class on the Node host against local workerd (bench/do.js), with the issue's targets.
   if (doResult) rows.push(...doBench.summaryRows(doResult));
   return renderTable(['summary', 'durable-workers', 'baseline', 'baseline is', 'ratio', 'target'], rows, ['left', 'right', 'right', 'left', 'right', 'left']);
@@ -498,6 +516,21 @@ async function main() {
   const peek = script('peek.js', flags.quick ? ['--runs', '10'] : []);
   const shards = script('shards.js', flags.quick ? ['--seconds', '0.5'] : []);
   const handoff = script('handoff.js', flags.quick ? ['--calls', '50'] : []);
+  // Deadlines and broadcast (docs/deadlines.md, ctx.broadcast): their figures also go to the summary.
+  const more = {};
+  const withJson = (name, args) => {
+    const file = path.join(os.tmpdir(), `dw-bench-${name}-${process.pid}.json`);
+    const text = script(`${name}.js`, [...args, '--json', file]);
+    try {
+      more[name] = JSON.parse(fs.readFileSync(file, 'utf8'));
+      fs.rmSync(file);
+    } catch {
+      // Its own output says what failed.
+    }
+    return text;
+  };
+  const deadlines = withJson('deadlines', flags.quick ? ['--seconds', '0.5', '--runs', '1'] : ['--runs', '5']);
+  const broadcast = withJson('broadcast', flags.quick ? ['--seconds', '0.5', '--rounds', '1'] : []);
   const workerd = script('workerd.js', flags.quick ? ['--seconds', '0.5'] : []);
   // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
   const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
@@ -536,7 +569,7 @@ async function main() {
       `(${plan.slowSeconds} s on the slow device) after a warm-up; ratio = durable-workers ÷ baseline`,
     `device:   write 4 KiB + fdatasync: ${deviceLine(device, footnotes)}`,
     '',
-    summary(results, slow.results, shopRows, slowShopRows, device, doRun?.result),
+    summary(results, slow.results, shopRows, slowShopRows, device, doRun?.result, more),
     '',
     tableFor(mainRows(plan), results, footnotes),
     '',
@@ -551,7 +584,36 @@ async function main() {
   } else {
     lines.push(`Slow-device scenarios not run: ${slow.error}`, '');
   }
-  lines.push(shop, '', slowShop, '', nodeLines, '', workerd, '', doRun?.text ?? '', '', alarms, '', backups, '', sockets, '', collections, '', shards, '', handoff, '', peek, '');
+  lines.push(
+    shop,
+    '',
+    slowShop,
+    '',
+    nodeLines,
+    '',
+    workerd,
+    '',
+    doRun?.text ?? '',
+    '',
+    alarms,
+    '',
+    backups,
+    '',
+    sockets,
+    '',
+    broadcast,
+    '',
+    deadlines,
+    '',
+    collections,
+    '',
+    shards,
+    '',
+    handoff,
+    '',
+    peek,
+    '',
+  );
   if (footnotes.items.length) lines.push(footnotes.render(), '');
   lines.push(`total time ${elapsed.toFixed(0)} s`);
   console.log(lines.join('\n'));

@@ -5,6 +5,8 @@
 // diagnostics channel; =otel makes OpenTelemetry spans of them, exported to
 // nowhere through the SDK's batch processor (what observing costs).
 // DW_SHOP_ARCHIVE=1 ships every commit to <dir>.archive (open({ archive })).
+// DW_SHOP_TIMEOUT=1 gives every call a deadline (open({ callTimeout: 30_000 })):
+// what the deadline machinery costs when it is on and never fires.
 const { startServer } = require('../../examples/shop/server');
 const { observe } = require('./observe');
 
@@ -15,6 +17,7 @@ const { observe } = require('./observe');
     dir,
     shards: shards ? { count: Number(shards), module: require.resolve('../../examples/shop/cart') } : undefined,
     ...(process.env.DW_SHOP_ARCHIVE ? { archive: { to: `${dir}.archive` } } : {}),
+    ...(process.env.DW_SHOP_TIMEOUT ? { callTimeout: 30_000 } : {}),
   });
   process.send({ url: server.url });
   process.on('SIGTERM', () => server.close().then(() => process.exit(0)));
