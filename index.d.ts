@@ -20,6 +20,8 @@ export interface OpenOptions {
    * Default: none. A stub's `{ timeout }` overrides it for its calls.
    */
   callTimeout?: number;
+  /** A `TestClock` alarms and schedules fall due by, for tests. Not with `shards`. */
+  clock?: TestClock;
   /**
    * `'full'` (default): every commit is synced to the device and survives power loss.
    * `'relaxed'`: commits survive a process crash, not a power loss.
@@ -270,6 +272,53 @@ export interface DurableState<C extends CollectionsDeclaration = CollectionsDecl
   getAlarm(name?: string): number | null;
   /** Removes the alarm (the unnamed one by default). */
   deleteAlarm(name?: string): Promise<void>;
+  /**
+   * Calls `method(...args)` of this worker at `when` (a time), every interval
+   * (`{ every: '15m' }`) or on a cron grid (`{ cron: '0 9 * * 1-5', tz: 'Europe/Paris' }`),
+   * through its mailbox, at least once per slot, retried like an alarm when it
+   * throws; a slot missed while no process ran runs once. The arguments are
+   * kept as a structured clone (Date, Map, BigInt stay themselves). Resolves
+   * to the schedule's id once it is on disk.
+   */
+  schedule(when: ScheduleWhen, method: string, ...args: unknown[]): Promise<string>;
+  /** Every schedule of this worker, soonest first. */
+  schedules(): ScheduleInfo[];
+  /** Removes schedule `id`; false if there was none. */
+  cancelSchedule(id: string): Promise<boolean>;
+}
+
+/** When a schedule runs: once at a time, once after an interval from now (by the host's clock), every interval (`<n><unit>`, unit s, m, h or d), or on a cron grid in a time zone (IANA name; default UTC). */
+export type ScheduleWhen = number | Date | { after: number | string } | { every: string } | { cron: string; tz?: string };
+
+/** A schedule, as `state.schedules()` lists it. */
+export interface ScheduleInfo {
+  id: string;
+  method: string;
+  /** A copy of the arguments it calls the method with. */
+  args: unknown[];
+  /** Epoch ms of its next run (a retry's time after a failure). */
+  next: number;
+  /** Failed attempts of the slot it is on. */
+  attempt: number;
+  /** One of these, as given: */
+  at?: number;
+  every?: string;
+  cron?: string;
+  tz?: string;
+}
+
+/**
+ * A clock for tests: system time plus an offset that only grows. With
+ * `open({ clock })`, alarms and schedules fall due by it, and `advance()` runs
+ * what fell due and resolves when it has run and committed.
+ */
+export class TestClock {
+  /** `at`: the time the clock reads now (default: the system's). */
+  constructor(options?: { at?: number | Date });
+  /** Epoch ms by this clock. */
+  now(): number;
+  /** Moves forward by `by` (ms, or '90s', '15m', '1h', '7d') and fires every alarm and schedule then due. */
+  advance(by: number | string): Promise<void>;
 }
 
 /** A declared field's type: booleans are stored as 0/1, dates as epoch milliseconds. */
@@ -524,8 +573,11 @@ export interface HostStats {
 export interface AlarmFailedEvent {
   class: string;
   id: string;
-  /** `''` for the unnamed alarm. */
-  name: string;
+  /** The alarm's name, `''` for the unnamed alarm; absent for a schedule. */
+  name?: string;
+  /** For a schedule: its id and method. */
+  schedule?: string;
+  method?: string;
   /** Failed attempts so far, this one included. */
   attempt: number;
   /** Epoch ms of the next attempt. */

@@ -154,6 +154,7 @@ test('schedule() refuses what cannot run: a method a stub could not call, a bad 
   t.regex(await err(Date.now(), 'start'), /^ERR_DURABLE_METHOD /, 'a lifecycle hook is not callable through a stub, nor by a schedule');
   t.regex(await err(NaN, 'record'), /^TypeError .*a time must be a valid Date/);
   t.regex(await err({ every: '15 minutes' }, 'record'), /^ERR_DURABLE_NAME .*write <n><unit>/);
+  t.regex(await err({ after: 'soon' }, 'record'), /^ERR_DURABLE_NAME .*schedule\(\{ after: "soon" \}\)/);
   t.regex(await err({ cron: 'every day at noon' }, 'record'), /^ERR_DURABLE_NAME .*schedule\(\{ cron: "every day at noon" \}\)/);
   t.regex(await err({ cron: '0 9 * * *', tz: 'Mars/Olympus' }, 'record'), /^ERR_DURABLE_NAME /);
   t.regex(await err({ every: '1m', cron: '* * * * *' }, 'record'), /^TypeError .*unknown form/);
@@ -175,6 +176,14 @@ test('a schedule’s method runs under the host’s callTimeout: one that overru
   await clock.advance('1s');
   t.is(await p.count(), 1, 'the retry ran on a fresh instance and committed');
   t.deepEqual(await p.list(), []);
+});
+
+test('examples/reminders: its own test, written with a TestClock, passes', async (t) => {
+  const { execFile } = require('node:child_process');
+  const file = path.join(__dirname, '..', '..', 'examples', 'reminders', 'reminders.test.js');
+  const out = await new Promise((resolve) => execFile(process.execPath, ['--test', file], (err, stdout, stderr) => resolve({ code: err?.code ?? 0, stdout, stderr })));
+  t.is(out.code, 0, out.stdout + out.stderr);
+  t.regex(out.stdout, /# pass 1/);
 });
 
 test('TestClock: an alarm a worker sets from Date.now() fires once the clock passes it; a clock is refused with shards', async (t) => {

@@ -44,18 +44,24 @@ function isScheduleName(name) {
 }
 
 /**
- * `schedule(when, …)`'s `when`, checked: a time (a Date or epoch ms), `{ every }`
- * or `{ cron, tz? }`. Returns the form stored with the schedule.
+ * `schedule(when, …)`'s `when`, checked: a time (a Date or epoch ms),
+ * `{ after }` (an interval from `now`), `{ every }` or `{ cron, tz? }`.
+ * Returns the form stored with the schedule (`{ after }` becomes `{ at }`).
  * @returns {{ at: number } | { every: string } | { cron: string, tz?: string }}
  */
-function checkWhen(who, when) {
+function checkWhen(who, when, now) {
   if (when instanceof Date || typeof when === 'number') {
     const at = when instanceof Date ? when.getTime() : when;
     if (!Number.isFinite(at)) throw new TypeError(`${who}: schedule(when): a time must be a valid Date or finite epoch ms, got ${String(when)}`);
     return { at: Math.floor(at) };
   }
-  if (when === null || typeof when !== 'object') throw new TypeError(`${who}: schedule(when): when is a Date, epoch ms, { every } or { cron, tz }`);
+  if (when === null || typeof when !== 'object') throw new TypeError(`${who}: schedule(when): when is a Date, epoch ms, { after }, { every } or { cron, tz }`);
   const keys = Object.keys(when);
+  if (keys.length === 1 && keys[0] === 'after') {
+    const ms = typeof when.after === 'number' && Number.isFinite(when.after) && when.after >= 0 ? when.after : intervalMs(when.after);
+    if (ms === null) throw new DurableError(codes.NAME, `${who}: schedule({ after: ${JSON.stringify(when.after)} }): ms ≥ 0, or <n><unit> with unit s, m, h or d ('30s', '7d')`);
+    return { at: Math.floor(now + ms) };
+  }
   if (keys.length === 1 && keys[0] === 'every') {
     if (intervalMs(when.every) === null)
       throw new DurableError(codes.NAME, `${who}: schedule({ every: ${JSON.stringify(when.every)} }): write <n><unit> with unit s, m, h or d ('30s', '15m', '2h', '1d')`);
@@ -67,7 +73,7 @@ function checkWhen(who, when) {
     cron(when.cron, when.tz, who); // refuses a bad expression or zone now, not at its first slot
     return when.tz === undefined ? { cron: when.cron } : { cron: when.cron, tz: when.tz };
   }
-  throw new TypeError(`${who}: schedule(when): unknown form ${JSON.stringify(keys)}; when is a Date, epoch ms, { every } or { cron, tz }`);
+  throw new TypeError(`${who}: schedule(when): unknown form ${JSON.stringify(keys)}; when is a Date, epoch ms, { after }, { every } or { cron, tz }`);
 }
 
 /**
@@ -105,7 +111,7 @@ class Schedules {
   /** `state.schedule(when, method, ...args)`: resolves to the new schedule's id once it is on disk. */
   async add(when, method, args) {
     const who = this.#port.who();
-    const spec = checkWhen(who, when);
+    const spec = checkWhen(who, when, this.#port.now());
     const methods = this.#port.methods();
     if (typeof method !== 'string' || (methods !== null && !methods.has(method))) {
       throw new DurableError(codes.METHOD, `${who}: schedule(when, ${JSON.stringify(method)}): not a method of the class that a stub could call`);
