@@ -134,7 +134,7 @@ test('open() refuses an option it does not know, naming it and the nearest it do
   await t.throwsAsync(open({ dir, evictAfterMs: 1000 }), { instanceOf: TypeError, message: /unknown option evictAfterMs: did you mean evictAfter\?/ });
   await t.throwsAsync(open({ dir, banana: 1 }), {
     instanceOf: TypeError,
-    message: /unknown option banana \(the options are dir, maxLive, evictAfter, mailbox, alarmPoll, durability, control, callTimeout, shards, archive\)$/,
+    message: /unknown option banana \(the options are dir, maxLive, evictAfter, mailbox, alarmPoll, durability, control, callTimeout, clock, shards, archive\)$/,
   });
   await t.throwsAsync(open({ dir, shards: { count: 1, module: 'x.js', heartbeat: 5 } }), { instanceOf: TypeError, message: /unknown option shards\.heartbeat: did you mean shards\.heartbeatMs\?/ });
   t.false(fs.existsSync(dir), 'nothing was created');
