@@ -298,7 +298,9 @@ export interface ScheduleInfo {
   args: unknown[];
   /** Epoch ms of its next run (a retry's time after a failure). */
   next: number;
-  /** Failed attempts of the slot it is on. */
+  /** The slot its next run is for: `next`, except for a retry, which keeps the slot that failed (inside the call: the slot running). */
+  slot: number;
+  /** Failed attempts of that slot. */
   attempt: number;
   /** One of these, as given: */
   at?: number;

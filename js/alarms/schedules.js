@@ -101,7 +101,7 @@ class Schedules {
 
   /**
    * @param {{ who(): string, methods(): Set<string> | null, set(name: string, at: number): Promise<void>,
-   *   remove(name: string): Promise<void>, entries(): { name: string, at: number, attempt: number }[],
+   *   remove(name: string): Promise<void>, entries(): { name: string, at: number, attempt: number, scheduled: number }[],
    *   encode(value: unknown): string, decode(text: string): any, newId(): string, now(): number }} port the host's alarms, codec and clock
    */
   constructor(port) {
@@ -128,10 +128,10 @@ class Schedules {
   /** `state.schedules()`: every schedule, soonest first. */
   list() {
     const out = [];
-    for (const { name, at, attempt } of this.#port.entries()) {
+    for (const { name, at, attempt, scheduled } of this.#port.entries()) {
       if (!isScheduleName(name)) continue;
       const s = this.of(name);
-      out.push({ id: s.id, method: s.method, args: structuredClone(s.args), ...s.when, next: at, attempt });
+      out.push({ id: s.id, method: s.method, args: structuredClone(s.args), ...s.when, next: at, slot: scheduled, attempt });
     }
     return out.sort((a, b) => a.next - b.next);
   }

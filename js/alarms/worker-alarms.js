@@ -36,9 +36,9 @@ class WorkerAlarms {
     return this.#alarms.has(name);
   }
 
-  /** Every alarm: `[{ name, at, attempt }]`. */
+  /** Every alarm: `[{ name, at, attempt, scheduled }]`. */
   entries() {
-    return [...this.#alarms].map(([name, a]) => ({ name, at: a.at, attempt: a.attempt }));
+    return [...this.#alarms].map(([name, a]) => ({ name, at: a.at, attempt: a.attempt, scheduled: a.scheduled }));
   }
 
   /** True when changes wait for the next batch. */

@@ -36,7 +36,7 @@ class NamedAlarms {
       methods: () => methods,
       set: (name, at) => this.set(name, at),
       remove: (name) => this.remove(name),
-      entries: () => [...this.#table().exec('SELECT name, at, attempt FROM dw_alarms')],
+      entries: () => [...this.#table().exec('SELECT name, at, attempt, scheduled FROM dw_alarms')],
       encode: (value) => wire.encode(value, () => `${who()}: a schedule's arguments`),
       decode: (text) => wire.decode(text),
       newId: () => crypto.randomUUID(),

@@ -1,25 +1,26 @@
 'use strict';
-// Schedules as durable-worker alarms. One durable worker per Peek worker
-// (class PeekWorker, id = the worker's name) holds its schedule and its next
-// alarm, in the adapter's directory. Every run of that worker the adapter
-// starts goes through this durable worker's mailbox, alarms and commands
-// alike, which is what makes runs of one worker single-flight.
+// Peek's schedules, on the package's own: one durable worker per Peek worker
+// (class PeekWorker, id = the worker's name) holds its manifest path and a
+// `state.schedule({ every })` that calls `tick` on the interval's grid, in the
+// adapter's directory. Every run of that worker the adapter starts goes
+// through this durable worker's mailbox, schedules and commands alike, which
+// is what makes runs of one worker single-flight.
 //
-// What the alarm machinery gives, and so what the declaration states:
-// - the alarm is on disk, so a schedule survives the process;
-// - an alarm that fell due while no process ran fires once at start, and the
-//   handler then moves to the next slot after now, so a long outage is one
-//   catch-up run, not one per missed slot;
-// - an alarm leaves the disk only after its handler returned, so a run cut
-//   short by a crash runs again (at least once);
-// - a handler that throws is fired again at 1 s, 2 s, 4 s … with the same
-//   scheduledTime, which is how a failed run is retried (up to `retries`);
+// What the schedule primitive gives (js/alarms/schedules.js), and so what the
+// declaration states:
+// - the schedule is on disk, so it survives the process;
+// - slots that fell due while no process ran are one run at start, and the
+//   grid then resumes after now, so a long outage is one catch-up run;
+// - a slot leaves the disk only after `tick` returned, so a run cut short by
+//   a crash runs again (at least once);
+// - a `tick` that throws is called again at 1 s, 2 s, 4 s … for the same slot,
+//   which is how a failed run is retried (up to `retries`);
 // - a run that broke the realm protocol (ERR_PEEK_PROTOCOL) is not retried:
 //   that is the worker's doing, not bad luck;
 // - a schedule whose slots keep failing backs off: after the second failed
-//   slot in a row the next run waits 1, 3, 7 … more intervals (capped at
-//   BACKOFF_CAP_MS), so a crashing worker costs a run now and then, not a
-//   crash loop; one run that succeeds ends the backoff.
+//   slot in a row the slots of the next 1, 3, 7 … intervals (capped at
+//   BACKOFF_CAP_MS) are skipped, so a crashing worker costs a run now and
+//   then, not a crash loop; one run that succeeds ends the backoff.
 const { DurableWorker } = require('../../index');
 const { nextAfter } = require('../schedule-spec');
 const { codes, toPlainError } = require('../errors');
@@ -43,20 +44,22 @@ function peekWorkerClass(ctl) {
   return class PeekWorker extends DurableWorker {
     static workerName = 'peek-worker';
 
-    /** Sets or replaces the schedule. The same spec again keeps the pending alarm (ensure, not reset). */
+    /** Sets or replaces the schedule. The same spec again keeps the pending slot (ensure, not reset). */
     async setSchedule({ manifestPath, spec, intervalMs }) {
       const current = this.state.get('schedule');
-      const pending = this.state.getAlarm();
-      if (current && current.spec === spec && current.manifestPath === manifestPath && pending !== null) {
-        return { changed: false, next: pending };
+      const mine = this.#mine();
+      if (current && current.spec === spec && current.manifestPath === manifestPath && mine !== null) {
+        return { changed: false, next: this.#next(mine) };
       }
+      if (mine !== null) await this.state.cancelSchedule(mine.id);
+      await this.state.deleteAlarm(); // the slot alarm of a directory made before schedules
       this.state.set('schedule', { manifestPath, spec, intervalMs });
-      const next = Date.now() + intervalMs;
-      await this.state.setAlarm(next);
-      return { changed: true, next };
+      if (this.state.has('backoffUntil')) this.state.delete('backoffUntil');
+      await this.state.schedule({ every: spec.replace(/^every /, '') }, 'tick');
+      return { changed: true, next: this.#next(this.#mine()) };
     }
 
-    /** Removes the schedule and its alarm; false if there was none. */
+    /** Removes the schedule; false if there was none. */
     async cancelSchedule() {
       const had = this.state.has('schedule');
       await this.state.deleteAll();
@@ -66,7 +69,9 @@ function peekWorkerClass(ctl) {
     /** The schedule and its next due time, or null. */
     schedule() {
       const s = this.state.get('schedule');
-      return s ? { ...s, next: this.state.getAlarm() } : null;
+      if (!s) return null;
+      const mine = this.#mine();
+      return { ...s, next: mine === null ? this.state.getAlarm() : this.#next(mine) };
     }
 
     /** A run for a trigger from outside the schedule (a command, a wake): queued behind any running one. */
@@ -75,26 +80,56 @@ function peekWorkerClass(ctl) {
       return result.ok ? result : { ok: false, error: toPlainError(result.error), ms: result.ms };
     }
 
+    /** One slot of the schedule (the schedule's own call; `slot` and `attempt` are its entry's). */
+    async tick() {
+      const s = this.state.get('schedule');
+      const mine = this.#mine();
+      if (!s || mine === null) return;
+      await this.#run(s, mine.slot, mine.attempt);
+    }
+
+    /** The slot alarm of a directory made before schedules: runs that slot, then the schedule takes over. */
     async alarm({ scheduledTime, retryCount }) {
       const s = this.state.get('schedule');
       if (!s) return;
-      const result = await ctl.run(s.manifestPath, { kind: 'schedule', scheduledFor: scheduledTime });
-      // Throwing hands the retry to the alarm: it comes back with a backoff
-      // and the same scheduledTime. After the last retry, move on.
+      await this.#run(s, scheduledTime, retryCount);
+      if (this.#mine() === null) await this.state.schedule({ every: s.spec.replace(/^every /, '') }, 'tick');
+    }
+
+    async #run(s, slot, retryCount) {
+      // Backing off: the slots before `backoffUntil` are skipped (a retry of a slot already run is not).
+      const until = this.state.get('backoffUntil');
+      if (until !== undefined && retryCount === 0 && slot < until) return;
+      const result = await ctl.run(s.manifestPath, { kind: 'schedule', scheduledFor: slot });
+      // Throwing hands the retry to the schedule: it comes back with a backoff
+      // and the same slot. After the last retry, move on.
       if (!result.ok && retryCount < ctl.retries && !NO_RETRY.has(result.error?.code)) throw result.error;
       const failures = result.ok ? 0 : (this.state.get('failures') ?? 0) + 1;
       if (failures > 0) this.state.set('failures', failures);
       else if (this.state.has('failures')) this.state.delete('failures');
       const wait = backoffMs(failures, s.intervalMs);
-      const next = nextAfter(scheduledTime, s.intervalMs, Date.now() + wait);
       if (wait > 0) {
+        const next = nextAfter(slot, s.intervalMs, Date.now() + wait);
+        this.state.set('backoffUntil', next);
         ctl.log?.({
           level: 'warn',
           worker: this.id,
           args: [`${failures} scheduled runs in a row failed (last: ${result.error?.code ?? result.error?.message}); backing off, next run ${new Date(next).toISOString()}`],
         });
+      } else if (this.state.has('backoffUntil')) {
+        this.state.delete('backoffUntil');
       }
-      await this.state.setAlarm(next);
+    }
+
+    /** This worker's schedule entry, or null. */
+    #mine() {
+      return this.state.schedules().find((x) => x.method === 'tick') ?? null;
+    }
+
+    /** When the next run happens: the next slot, or the end of a backoff. */
+    #next(mine) {
+      const until = this.state.get('backoffUntil');
+      return until !== undefined && mine.attempt === 0 && until > mine.next ? until : mine.next;
     }
   };
 }
