@@ -119,3 +119,30 @@ test.serial('a supervisor SIGKILLed mid-run runs the same slot again after a res
   b.proc.kill('SIGTERM');
   t.deepEqual(await b.exited, { code: 0, signal: null }, 'SIGTERM stops the supervisor cleanly');
 });
+
+test.serial('a directory made before schedules keeps its slot: the slot alarm runs it, then the worker is on a schedule of the same interval', async (t) => {
+  const { open, DurableWorker } = require('durable-workers');
+  const { dir, adapter, runs } = setup(t);
+  const file = worker(dir, 'older', 'export default async (api, ctx) => ctx.trigger.scheduledFor;');
+  // What an older version left in the adapter's directory: the schedule in state, its slot as the worker's alarm.
+  class OlderPeekWorker extends DurableWorker {
+    static workerName = 'peek-worker';
+    async seed(schedule, at) {
+      this.state.set('schedule', schedule);
+      await this.state.setAlarm(at);
+    }
+  }
+  const older = await open({ dir: path.join(dir, 'state') });
+  const slot = Date.now() + 300;
+  await older.get(OlderPeekWorker, 'older').seed({ manifestPath: file, spec: 'every 1s', intervalMs: 1000 }, slot);
+  await older.close();
+  await adapter.start();
+  await until(() => runs.filter((r) => r.trigger.kind === 'schedule').length >= 2, 20_000, 'the slot the alarm held, then one of the schedule');
+  const [listed] = await adapter.schedules();
+  await adapter.cancelSchedule(file);
+  const scheduled = runs.filter((r) => r.trigger.kind === 'schedule');
+  t.is(scheduled[0].trigger.scheduledFor, slot, 'the pending slot ran');
+  t.true(scheduled.every((r) => r.result.ok));
+  t.true(scheduled[1].trigger.scheduledFor > slot);
+  t.like(listed, { name: 'older', spec: 'every 1s' });
+});
