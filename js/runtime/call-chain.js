@@ -50,9 +50,10 @@ function runIn(frame, fn) {
  * deadline, which bounds it.
  */
 function frameFor(caller, key, who, worker, timeout = undefined) {
-  if (caller === undefined) return { key, chain: [who], keys: [key], worker, timeout, outer: undefined };
+  // Every field a frame gets later is made here, so frames keep one shape.
+  if (caller === undefined) return { key, chain: [who], keys: [key], worker, timeout, outer: undefined, epoch: undefined, deadline: undefined };
   const outer = caller.deadline === Infinity ? undefined : caller.deadline;
-  return { key, chain: [...caller.chain, who], keys: [...caller.keys, key], worker, timeout, outer };
+  return { key, chain: [...caller.chain, who], keys: [...caller.keys, key], worker, timeout, outer, epoch: undefined, deadline: undefined };
 }
 
 /**

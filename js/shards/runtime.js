@@ -118,7 +118,7 @@ function entry({ key, className, id, fresh, sockets, entry: e }) {
   switch (e.kind) {
     case 'call': {
       const args = e.args.map((a) => revive(a, mirror));
-      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w, trace: e.frame.trace, timeout: e.frame.timeout, outer: e.frame.outer };
+      const frame = { key, chain: e.frame.chain, keys: e.frame.keys, worker: w, trace: e.frame.trace, timeout: e.frame.timeout, outer: e.frame.outer, epoch: undefined, deadline: undefined };
       const settle = (ok) => (v) => post(ok ? { op: OP.result, key, cid: e.cid, ok, value: v } : { op: OP.result, key, cid: e.cid, ok, error: serializeError(v) });
       w.call(e.method, args, frame, settle(true), settle(false));
       return;
