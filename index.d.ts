@@ -582,8 +582,8 @@ export interface AlarmFailedEvent {
   method?: string;
   /** Failed attempts so far, this one included. */
   attempt: number;
-  /** Epoch ms of the next attempt. */
-  retryAt: number;
+  /** Epoch ms of the next attempt; null when there is none (a schedule that cancelled itself). */
+  retryAt: number | null;
 }
 
 /** `ctx.broadcast`'s options. */

@@ -68,8 +68,12 @@ async function server() {
   const child = fork(__filename, ['--client'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = (msg) =>
     new Promise((resolve, reject) => {
-      child.once('message', resolve);
-      child.once('exit', (code) => reject(new Error(`client exited with ${code}`)));
+      const exited = (code) => reject(new Error(`client exited with ${code}`));
+      child.once('exit', exited);
+      child.once('message', (reply) => {
+        child.off('exit', exited);
+        resolve(reply);
+      });
       child.send(msg);
     });
   await ask({ cmd: 'connect', url: `ws://127.0.0.1:${httpServer.address().port}`, sockets });

@@ -160,6 +160,7 @@ test('schedule() refuses what cannot run: a method a stub could not call, a bad 
   t.regex(await err({ every: '1m', cron: '* * * * *' }, 'record'), /^TypeError .*unknown form/);
   t.regex(await p.tryPlanFunction(), /^ERR_DURABLE_UNCLONEABLE /);
   t.regex(await err(Date.now(), 'record', 'x'.repeat(70_000)), /^ERR_DURABLE_STATE_TOO_LARGE .*64 KiB/);
+  t.regex(await err({ cron: '0 0 30 2 *' }, 'record'), /^ERR_DURABLE_NAME .*never fires/, 'the 30th of February');
   t.regex(await p.tryAlarm('\u0000mine'), /^ERR_DURABLE_NAME .*reserved for schedules/);
   t.deepEqual(await p.list(), [], 'nothing refused was kept');
 });
@@ -184,6 +185,17 @@ test('examples/reminders: its own test, written with a TestClock, passes', async
   const out = await new Promise((resolve) => execFile(process.execPath, ['--test', file], (err, stdout, stderr) => resolve({ code: err?.code ?? 0, stdout, stderr })));
   t.is(out.code, 0, out.stdout + out.stderr);
   t.regex(out.stdout, /# pass 1/);
+});
+
+test('a cron schedule without a time zone is on UTC, whatever the process’s TZ', async (t) => {
+  const saved = process.env.TZ;
+  process.env.TZ = 'America/New_York';
+  t.teardown(() => (saved === undefined ? delete process.env.TZ : (process.env.TZ = saved)));
+  const clock = new TestClock({ at: at('2026-01-05T00:00:00Z') });
+  const { h } = await host(t, tmpDir(t), clock);
+  const p = h.get(Planner, 'utc');
+  await p.plan({ cron: '0 9 * * *' }, 'nine');
+  t.is(iso((await p.list())[0].next), '2026-01-05T09:00:00.000Z');
 });
 
 test('TestClock: an alarm a worker sets from Date.now() fires once the clock passes it; a clock is refused with shards', async (t) => {

@@ -175,7 +175,12 @@ both('ctx.abort() resets the worker: the caller is told, the write before it is 
 both('a call past its stub’s timeout gets ERR_DURABLE_TIMEOUT; the worker is reset without its write and serves the next call', async (t, h) => {
   await h.call('Box', 'stalled', 'put', 'kept', 1);
   const began = Date.now();
-  const out = await h.call('Box', 'stall-caller', 'within', 200, 'stalled', 'stall', 'dropped');
+  const stalled = h.call('Box', 'stall-caller', 'within', 200, 'stalled', 'stall', 'dropped');
+  await new Promise((r) => setTimeout(r, 50));
+  const queued = h.call('Box', 'queued-caller', 'within', 5000, 'stalled', 'get', 'kept');
+  const out = await stalled;
+  // A call queued behind it runs on a fresh instance on Node; the platform's reset fails it on workerd.
+  t.like(await queued, h.name === 'workerd' ? { code: 'ERR_DURABLE_RESET' } : { value: 1 });
   t.true(Date.now() - began < 5000);
   t.is(out.code, 'ERR_DURABLE_TIMEOUT');
   t.regex(out.message, /^Box "stalled": stall\(\) ran for \d+ ms, past its deadline \(200 ms\); the worker was reset$/);
@@ -221,7 +226,7 @@ both('ctx.broadcast reaches every socket of the worker but those excepted, and s
 both('a schedule calls its method with its arguments as themselves (Date, Map, BigInt); recurring ones (every, cron) repeat until cancelled', async (t, h) => {
   t.timeout(60_000);
   const args = [new Date(1_700_000_000_000), new Map([['k', 2n ** 70n]])];
-  const once = await h.call('Clock', 'plans', 'plan', 300, 'once', ...args);
+  const once = await h.call('Clock', 'plans', 'plan', 1500, 'once', ...args);
   const every = await h.call('Clock', 'plans', 'plan', { every: '1s' }, 'every');
   const cron = await h.call('Clock', 'plans', 'plan', { cron: '* * * * * *', tz: 'Asia/Tokyo' }, 'cron');
   t.deepEqual((await h.call('Clock', 'plans', 'plans')).map((p) => p.id).sort(), [once, every, cron].sort());

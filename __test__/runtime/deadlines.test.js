@@ -12,6 +12,15 @@ const { OutputGate, OWNER } = require('../../js/state/gate');
 const { Slow, HangsAtStart, seen, sleep } = require('../fixtures/deadline-workers');
 const { tmpDir } = require('../helpers/tmp');
 
+/** Polls an async condition until it holds (throws after `ms`). */
+async function until(check, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
 async function host(t, opts) {
   const h = await open({ dir: tmpDir(t), ...opts });
   t.teardown(() => h.close());
@@ -178,9 +187,9 @@ test('an alarm handler that overruns is reset, counted as failed, and retried wi
   t.is(failed.length, 1);
   t.like(failed[0], { code: 'ERR_DURABLE_TIMEOUT', class: 'Slow', id: 'al', attempt: 1 });
   t.true(failed[0].retryAt >= setAt + 1000);
-  t.like(
-    resets.filter((r) => r.id === 'al'),
-    [{ reason: 'timeout', method: 'alarm' }],
+  t.deepEqual(
+    resets.filter((r) => r.id === 'al').map((r) => [r.reason, r.method]),
+    [['timeout', 'alarm']],
   );
 });
 
@@ -196,10 +205,9 @@ test('resets are published on durable-workers:reset', async (t) => {
   dc.subscribe('durable-workers:reset', listen);
   t.teardown(() => dc.unsubscribe('durable-workers:reset', listen));
   await t.throwsAsync(h.get(Slow, 'dc').hang('k'), { code: 'ERR_DURABLE_TIMEOUT' });
-  t.like(
-    got.filter((m) => m.id === 'dc'),
-    [{ class: 'Slow', id: 'dc', reason: 'timeout', method: 'hang' }],
-  );
+  const mine = got.filter((m) => m.id === 'dc');
+  t.is(mine.length, 1);
+  t.like(mine[0], { class: 'Slow', id: 'dc', reason: 'timeout', method: 'hang' });
 });
 
 test('callTimeout and a stub timeout are checked', async (t) => {
@@ -223,10 +231,46 @@ test('on a shard: a call awaiting past its deadline resets the worker there; a l
   t.is(await w.get('kept'), 1);
   t.is(await w.get('x'), undefined);
   t.is(await w.get('starts'), 2);
-  t.like(resets, [{ class: 'Slow', id: 'sh', reason: 'timeout', method: 'hang' }]);
+  t.is(resets.length, 1);
+  t.like(resets[0], { class: 'Slow', id: 'sh', reason: 'timeout', method: 'hang' });
   t.is(resets[0].error.code, 'ERR_DURABLE_TIMEOUT');
   t.is(h.stats().resets, 1);
   // A timer cannot interrupt a loop that holds the thread: the watchdog ends the shard.
   await t.throwsAsync(w.cpu(10_000), { code: 'ERR_DURABLE_SHARD_LOST' });
   t.is(await w.get('kept'), 1);
+});
+
+test('an alarm handler that writes and calls ctx.abort() resets the worker (not fails it): queued calls run, the alarm is retried after its backoff', async (t) => {
+  t.timeout(30_000);
+  const { h, resets } = await host(t, { alarmPoll: 100 });
+  const failed = [];
+  h.on('alarmFailed', (err, info) => failed.push({ code: err.code, ...info }));
+  const alarms = await h.startAlarms({ classes: [Slow] });
+  t.teardown(() => alarms.stop());
+  const w = h.get(Slow, 'alarm-abort');
+  const at = Date.now() + 50;
+  await w.armAbort(at);
+  await until(() => resets.some((r) => r.id === 'alarm-abort'), 10_000, 'the reset');
+  t.is(await w.set('after', 1), 1, 'the worker serves calls: it was reset, not failed');
+  await until(async () => (await w.get('abortRuns')) === 1, 10_000, 'the retry');
+  t.is(failed.length, 1, 'one failed run, not a loop of them');
+  t.like(failed[0], { code: 'ERR_DURABLE_RESET', name: 'abort', attempt: 1 });
+  t.true(failed[0].retryAt >= at + 1000, 'retried after the backoff, not at once');
+  t.deepEqual(
+    resets.filter((r) => r.id === 'alarm-abort').map((r) => r.reason),
+    ['abort'],
+  );
+  t.is(h.stats().materialized, 1, 'reloaded in place: never failed and materialized again');
+});
+
+test('a call’s deadline ends with it: a timer it left running calls other workers afterwards', async (t) => {
+  const { h } = await host(t, { callTimeout: 100 });
+  seen.refused.length = 0;
+  await h.get(Slow, 'timer').startTimer(300, 'timer-target');
+  await until(() => seen.refused.some(([what]) => what === 'timer'), 5000, 'the timer’s call');
+  t.deepEqual(
+    seen.refused.filter(([what]) => what === 'timer'),
+    [['timer', 'ok']],
+  );
+  t.is(await h.get(Slow, 'timer-target').get('from-timer'), 1);
 });

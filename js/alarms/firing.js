@@ -41,6 +41,7 @@ async function fireDue(alarms, schedules, port) {
       alarms.put(a.name, retryAt, attempt, a.scheduled);
       port.failed(error, { ...info, retryAt });
     } else {
+      // Set again by its handler (the retry is that), or a schedule its own call cancelled (none).
       port.failed(error, { ...info, retryAt: alarms.time(a.name) });
     }
   }

@@ -22,7 +22,7 @@ const { DurableError, codes } = require('../api/errors');
 const { intervalMs, nextAfter } = require('./interval');
 
 const MARK = '\u0000';
-/** Most bytes a schedule's encoded payload may take. */
+/** Most characters a schedule's payload may take as stored (base64 of the clone on Node, wire text on Cloudflare). */
 const MAX_PAYLOAD = 64 * 1024;
 
 let Cron = null;
@@ -30,8 +30,9 @@ let Cron = null;
 function cron(expr, tz, who) {
   Cron ??= require('croner').Cron;
   try {
-    const c = new Cron(expr, { timezone: tz, paused: true });
-    c.nextRun(); // a time zone that does not exist fails here, not at construction
+    // UTC unless told: the process's own zone would move a schedule with the machine's TZ.
+    const c = new Cron(expr, { timezone: tz ?? 'UTC', paused: true });
+    if (c.nextRun() === null) throw new Error('it never fires'); // a zone that does not exist fails here too
     return c;
   } catch (err) {
     throw new DurableError(codes.NAME, `${who}: schedule({ cron: ${JSON.stringify(expr)}${tz ? `, tz: ${JSON.stringify(tz)}` : ''} }): ${err.message}`, { cause: err });
@@ -118,7 +119,7 @@ class Schedules {
     }
     const payload = this.#port.encode({ method, args, when: spec });
     if (payload.length > MAX_PAYLOAD)
-      throw new DurableError(codes.STATE_TOO_LARGE, `${who}: a schedule's method, arguments and time take ${payload.length} bytes encoded; at most ${MAX_PAYLOAD} (64 KiB)`);
+      throw new DurableError(codes.STATE_TOO_LARGE, `${who}: a schedule's method, arguments and time take ${payload.length} characters as stored; at most ${MAX_PAYLOAD} (64 KiB)`);
     const id = this.#port.newId();
     const first = nextTime(spec, null, this.#port.now());
     await this.#port.set(`${MARK}${id}${MARK}${payload}`, first);
@@ -156,6 +157,8 @@ class Schedules {
     if (s === undefined) {
       const cut = name.indexOf(MARK, 1);
       s = { id: name.slice(1, cut), ...this.#port.decode(name.slice(cut + 1)) };
+      // Bounded: a worker that makes a one-off schedule per request keeps no payload for each.
+      if (this.#decoded.size >= 64) this.#decoded.clear();
       this.#decoded.set(name, s);
     }
     return s;

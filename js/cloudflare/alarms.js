@@ -124,6 +124,7 @@ class NamedAlarms {
       }
       const setAgain = this.#firing.get(a.name).rescheduled;
       this.#firing.delete(a.name);
+      const named = call === null ? { name: a.name } : { schedule: call.id, method: call.method };
       if (error === null && call !== null) {
         const next = nextTime(call.when, a.scheduled, Date.now());
         if (next === null) this.#sql.exec('DELETE FROM dw_alarms WHERE name = ?', a.name);
@@ -134,9 +135,9 @@ class NamedAlarms {
         const attempt = a.attempt + 1;
         const retryAt = Date.now() + alarmBackoff(attempt);
         this.#sql.exec('UPDATE dw_alarms SET at = ?, attempt = ? WHERE name = ?', retryAt, attempt, a.name);
-        onFailed(error, { name: a.name, attempt, retryAt });
+        onFailed(error, { ...named, attempt, retryAt });
       } else {
-        onFailed(error, { name: a.name, attempt: a.attempt + 1, retryAt: this.time(a.name) });
+        onFailed(error, { ...named, attempt: a.attempt + 1, retryAt: this.time(a.name) });
       }
     }
     await this.arm();

@@ -22,8 +22,21 @@ const { AsyncLocalStorage } = require('node:async_hooks');
  * chain of the call using it, as on Node (js/runtime/call-chain.js).
  */
 const chains = new AsyncLocalStorage();
-/** Runs `fn` in the chain `chain`, under `deadline` (epoch ms; undefined: none): the running call's, which bounds the calls it makes. */
-const inChain = (chain, deadline, fn) => chains.run({ chain, deadline }, fn);
+/**
+ * Runs `fn` in the chain `chain`, under `deadline` (epoch ms; undefined:
+ * none): the running call's, which bounds the calls it makes until it ends
+ * (work it leaves running, a timer, has none).
+ */
+function inChain(chain, deadline, fn) {
+  const store = { chain, deadline };
+  const p = chains.run(store, fn);
+  if (deadline !== undefined) {
+    Promise.resolve(p)
+      .finally(() => (store.deadline = undefined))
+      .catch(() => {});
+  }
+  return p;
+}
 const currentChain = () => chains.getStore()?.chain ?? [];
 const currentDeadline = () => chains.getStore()?.deadline;
 
@@ -85,9 +98,12 @@ function cloneError(err, who, method) {
   if (err?.name === 'DataCloneError' || / could not be cloned\.?$/.test(msg)) {
     return new DurableError(codes.UNCLONEABLE, `${who}: a value of ${method}() could not be cloned (${msg})`, { cause: err });
   }
-  // The platform's reset carries the message it was given (./runtime.js), not the code.
+  // The platform's reset carries the message it was given (./runtime.js), not the code; calls
+  // queued behind the one that overran fail with its message too, and are told of a reset.
   if (msg.startsWith(`${who}: reset by ctx.abort()`)) return new DurableError(codes.RESET, msg, { cause: err });
-  if (msg.startsWith(`${who}: ${method}() `) && /past its deadline|was not started: the deadline/.test(msg)) return new DurableError(codes.TIMEOUT, msg, { cause: err });
+  if (msg.startsWith(`${who}: `) && /past its deadline|was not started: the deadline/.test(msg)) {
+    return new DurableError(msg.startsWith(`${who}: ${method}() `) ? codes.TIMEOUT : codes.RESET, msg, { cause: err });
+  }
   return err;
 }
 

@@ -139,15 +139,19 @@ class Runtime {
     if (Array.isArray(chain) && chain.includes(mine)) {
       return Promise.reject(new DurableError(codes.CYCLE, `a call to ${mine} would wait on itself: ${[...chain, mine].join(' → ')} (a worker runs one call at a time, so this would never finish)`));
     }
-    return this.mailbox.run(who, () => {
-      const deadline = deadlineOf(typeof limits?.timeout === 'number' ? limits.timeout : undefined, typeof limits?.outer === 'number' ? limits.outer : undefined);
+    const calls = Array.isArray(chain) ? chain : [];
+    const outer = typeof limits?.outer === 'number' ? limits.outer : undefined;
+    return this.mailbox.run(who, async () => {
+      if (outer !== undefined && outer <= Date.now()) throw expiredError(who(), method);
+      // start() is not the call's: its deadline starts once the instance is made, as on Node.
+      const w = await inChain(calls, undefined, () => {
+        this.resolveId(id);
+        return this.materialize();
+      });
+      const deadline = deadlineOf(typeof limits?.timeout === 'number' ? limits.timeout : undefined, outer);
       if (deadline <= Date.now()) throw expiredError(who(), method);
       const began = Date.now();
-      const run = inChain(Array.isArray(chain) ? chain : [], deadline === NONE ? undefined : deadline, async () => {
-        this.resolveId(id);
-        const w = await this.materialize();
-        return w[method](...args);
-      });
+      const run = inChain(calls, deadline === NONE ? undefined : deadline, async () => w[method](...args));
       if (deadline === NONE) return run;
       return within(run, deadline, TIMED_OUT).catch((err) => {
         if (err !== TIMED_OUT) throw err;
@@ -181,7 +185,7 @@ class Runtime {
               },
               (err, info) =>
                 console.error(
-                  `durable-workers: ${this.who()}: alarm ${JSON.stringify(info.name)} failed (attempt ${info.attempt}, retry at ${new Date(info.retryAt).toISOString()}):`,
+                  `durable-workers: ${this.who()}: ${info.schedule === undefined ? `alarm ${JSON.stringify(info.name)}` : `schedule ${info.schedule} (${info.method}())`} failed (attempt ${info.attempt}${info.retryAt === null ? '' : `, retry at ${new Date(info.retryAt).toISOString()}`}):`,
                   err?.stack ?? err,
                 ),
             );

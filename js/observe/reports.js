@@ -28,12 +28,15 @@ function hostReports(host, counts, metrics) {
       counts.alarmsFailed++;
       host.emit('alarmFailed', err, info);
     },
-    /** A worker was reset: `{ class, id, reason: 'timeout' | 'abort', method?, error }`. */
+    /**
+     * A worker was reset: `{ class, id, reason: 'timeout' | 'abort', method?, error }`.
+     * Emitted from a microtask: it happens inside the worker's mailbox, which a throwing listener must not stop.
+     */
     reset(info) {
       counts.resets++;
       metrics.reset(info.class, info.reason);
       if (channels.reset.hasSubscribers) channels.reset.publish(info);
-      host.emit('reset', info);
+      queueMicrotask(() => host.emit('reset', info));
     },
   };
 }

@@ -15,6 +15,8 @@ const { DurableError, codes } = require('../api/errors');
 
 /** No deadline: the default. */
 const NONE = Infinity;
+/** The longest a Node timer waits; a longer deadline is reached in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The deadline of an entry starting now: `timeout` ms from now (none when
@@ -65,7 +67,7 @@ function within(promise, deadline, timedOut) {
   return new Promise((resolve, reject) => {
     let timer;
     // A timer may fire a fraction of a millisecond early by Date.now(): it is re-armed then.
-    const arm = () => (timer = setTimeout(() => (Date.now() >= deadline ? reject(timedOut) : arm()), Math.max(0, deadline - Date.now())));
+    const arm = () => (timer = setTimeout(() => (Date.now() >= deadline ? reject(timedOut) : arm()), Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now()))));
     arm();
     promise.then(
       (v) => {

@@ -38,8 +38,6 @@ const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], a
 const TIMED_OUT = Symbol('timed out');
 
 class LiveWorker extends QueuedWorker {
-  /** Closes the worker's file on a commit thread. */
-  #closeFile;
   /** The worker's storage, as its state uses it. */
   #storage;
   /** @type {ReturnType<typeof DurableState.runtimeOf>} what this worker's runtime sees of its state */
@@ -104,7 +102,6 @@ class LiveWorker extends QueuedWorker {
       this.#commitTrace = undefined;
       return { trace, from: this.#commitWaitFrom };
     });
-    this.#closeFile = () => this.host.commits.submit((cid) => native.close(cid));
     this.state = new DurableState(this.#who, this.#storage, () => this.#dirtyOutsideCall(), this.host.alarmIndex(this.binding.name, this.id), this.binding.collections);
     this.#stateRuntime = DurableState.runtimeOf(this.state);
     this.#stateRuntime.methods = this.binding.methods;
@@ -188,6 +185,8 @@ class LiveWorker extends QueuedWorker {
     } catch (err) {
       out = err === TIMED_OUT ? this.#timedOut(`${e.method}()`, began, deadline, e.method) : err;
     }
+    // Work the call left running (a timer, a promise not awaited) has no deadline of the call's.
+    frame.deadline = NONE;
     this.inCall = false;
     // Reset while it ran (its deadline, or ctx.abort()): its writes were dropped.
     if (frame.epoch !== this.epoch) return e.reject(this.lastReset);
@@ -213,15 +212,11 @@ class LiveWorker extends QueuedWorker {
     }
     barrier.then(
       () => (ok ? e.resolve(out) : e.reject(out)),
-      (err) => e.reject(err.code === codes.RESET && this.lastReset !== null ? err : this.#fail(err)),
+      (err) => e.reject(this.#failUnlessReset(err)),
     );
   }
 
-  /**
-   * Runs every due alarm through alarm(), one after another, as one mailbox
-   * entry. An alarm leaves the disk only after its handler finished; one
-   * that threw is put back with its attempt count and a backoff.
-   */
+  /** Runs every due alarm and schedule, as one mailbox entry (../alarms/firing.js). */
   async #fireAlarms(entry) {
     try {
       if (this.failure !== null) return;
@@ -264,7 +259,7 @@ class LiveWorker extends QueuedWorker {
     this.inCall = false;
     if (this.#resetBy !== null) return;
     const barrier = this.state.flush();
-    if (barrier !== null) barrier.catch((err) => this.#fail(err));
+    if (barrier !== null) barrier.catch((err) => this.#failUnlessReset(err));
   }
 
   async #close(entry) {
@@ -285,13 +280,7 @@ class LiveWorker extends QueuedWorker {
     }
     try {
       if (entry.destroy) existed = await this.native.destroy();
-      // A worker that never had a file, or whose file its first write made
-      // and left closed, holds no connection: nothing to close on a commit
-      // thread, whose answer would need a turn of the event loop (a loop of
-      // read-only calls awaiting only microtasks would then never see an
-      // evicted worker finish closing, and `live` would grow; under a burst
-      // of new workers, closes queued behind their creations did).
-      else if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.#closeFile();
+      else await this.#release();
     } catch (err) {
       if (entry.destroy) {
         this.status = 'closed';
@@ -301,6 +290,16 @@ class LiveWorker extends QueuedWorker {
     }
     this.status = 'closed';
     entry.resolve(existed);
+  }
+
+  /**
+   * Closes the worker's file. One that never had a file, or whose first write
+   * made it and left it closed, holds no connection, and an open one closes on
+   * this thread when it can: a close on a commit thread needs a turn of the
+   * event loop, which a loop of calls awaiting only microtasks never gives.
+   */
+  async #release() {
+    if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.host.commits.submit((cid) => this.native.close(cid));
   }
 
   /** A due alarm's handler, or a schedule's method. */
@@ -316,22 +315,21 @@ class LiveWorker extends QueuedWorker {
    */
   async #hook(fn, what) {
     const deadline = deadlineOf(this.host.callTimeout, undefined);
-    const frame = frameFor(undefined, this.key, this.who, this);
-    frame.epoch = this.epoch;
-    frame.deadline = deadline;
+    const frame = Object.assign(frameFor(undefined, this.key, this.who, this), { epoch: this.epoch, deadline });
     if (deadline === NONE) return runIn(frame, fn);
     const began = Date.now();
     try {
       return await within(Promise.resolve(runIn(frame, fn)), deadline, TIMED_OUT);
     } catch (err) {
       throw err === TIMED_OUT ? this.#timedOut(what, began, deadline, /^(\w+)\(/.exec(what)?.[1]) : err;
+    } finally {
+      frame.deadline = NONE; // a timer start() set outlives start()'s deadline
     }
   }
 
   /** `what` overran its deadline: the worker is reset; the error its caller gets. */
   #timedOut(what, began, deadline, method) {
-    const now = Date.now();
-    return this.#abandon('timeout', timeoutError(this.who, what, now - began, deadline - began), method);
+    return this.#abandon('timeout', timeoutError(this.who, what, Date.now() - began, deadline - began), method);
   }
 
   /** ctx.abort(reason), from the instance of `epoch`: resets the worker and throws, so its code stops there. */
@@ -360,15 +358,13 @@ class LiveWorker extends QueuedWorker {
 
   /** After a reset: the commit in flight lands, the file closes, a fresh instance loads it through a new handle. */
   async #reload() {
+    this.#resetBy = null;
     try {
       await this.#landing;
-      if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.#closeFile();
+      await this.#release();
     } catch (err) {
-      this.#resetBy = null;
-      this.#fail(err);
-      return;
+      return void this.#fail(err);
     }
-    this.#resetBy = null;
     this.#landing = null;
     this.instance = null;
     this.status = 'starting';
@@ -381,8 +377,13 @@ class LiveWorker extends QueuedWorker {
     if (this.inCall || this.status !== 'live') return;
     queueMicrotask(() => {
       const p = this.state.flush();
-      if (p !== null) p.catch((err) => this.#fail(err));
+      if (p !== null) p.catch((err) => this.#failUnlessReset(err));
     });
+  }
+
+  /** A flush refused because the instance was abandoned is the reset's doing, not a failed commit. */
+  #failUnlessReset(err) {
+    return err?.code === codes.RESET && this.lastReset !== null ? err : this.#fail(err);
   }
 
   #fail(err, fromStorage = true) {
