@@ -125,7 +125,7 @@ async function server() {
 }
 
 function client() {
-  const { WebSocket } = require('ws');
+  const { connectClients } = require('./ws-clients');
   const clients = [];
   let latencies = [];
   let first = null;
@@ -139,19 +139,13 @@ function client() {
   };
   process.on('message', async (msg) => {
     if (msg.cmd === 'connect') {
-      for (let i = 0; i < msg.sockets; i += 200) {
-        await Promise.all(
-          Array.from({ length: Math.min(200, msg.sockets - i) }, () => {
-            const ws = new WebSocket(msg.url);
-            ws.on('message', onMessage);
-            clients.push(ws);
-            return new Promise((resolve, reject) => {
-              ws.once('open', resolve);
-              ws.once('error', reject);
-            });
-          }),
-        );
-      }
+      clients.push(
+        ...(await connectClients(
+          () => msg.url,
+          msg.sockets,
+          (ws) => ws.on('message', onMessage),
+        )),
+      );
       process.send({ open: clients.length });
     } else if (msg.cmd === 'reset') {
       latencies = [];

@@ -89,22 +89,11 @@ async function server() {
 }
 
 function client() {
-  const { WebSocket } = require('ws');
+  const { connectClients } = require('./ws-clients');
   const clients = [];
   process.on('message', async (msg) => {
     if (msg.cmd === 'connect') {
-      for (let i = 0; i < msg.sockets; i += 200) {
-        await Promise.all(
-          Array.from({ length: Math.min(200, msg.sockets - i) }, (_, j) => {
-            const ws = new WebSocket(`${msg.url}/room-${(i + j) % msg.rooms}`);
-            clients.push(ws);
-            return new Promise((resolve, reject) => {
-              ws.once('open', resolve);
-              ws.once('error', reject);
-            });
-          }),
-        );
-      }
+      clients.push(...(await connectClients((i) => `${msg.url}/room-${i % msg.rooms}`, msg.sockets)));
       process.send({ open: clients.length });
     } else if (msg.cmd === 'traffic') {
       // One client in each of `active` rooms (the first `active` clients are in distinct rooms).
