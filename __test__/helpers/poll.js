@@ -3,11 +3,11 @@
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-/** Polls `check` every `every` ms until it returns something truthy; throws after `ms` naming `what`. */
+/** Polls `check` (sync or async) every `every` ms until it gives something truthy; throws after `ms` naming `what`. */
 async function until(check, ms, what, every = 10) {
   const deadline = Date.now() + ms;
   for (;;) {
-    const v = check();
+    const v = await check();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(every);

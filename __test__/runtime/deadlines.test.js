@@ -11,15 +11,7 @@ const { open } = require('../..');
 const { OutputGate, OWNER } = require('../../js/state/gate');
 const { Slow, HangsAtStart, seen, sleep } = require('../fixtures/deadline-workers');
 const { tmpDir } = require('../helpers/tmp');
-
-/** Polls an async condition until it holds (throws after `ms`). */
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const { until } = require('../helpers/poll');
 
 async function host(t, opts) {
   const h = await open({ dir: tmpDir(t), ...opts });
