@@ -44,6 +44,14 @@ test('a method awaiting for ever is timed out, its signal aborts, and the worker
   t.regex(h.metrics(), /^durable_workers_resets_total\{class="Slow",reason="timeout"\} 1$/m);
 });
 
+test('a reset listener that throws does not stop the worker: its error surfaces as an uncaught exception, and the next call is served', async (t) => {
+  const child = fork(path.join(__dirname, '..', 'fixtures', 'reset-listener-child.js'), [tmpDir(t)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const [report] = await Promise.race([once(child, 'message'), once(child, 'exit').then(([code]) => t.fail(`the child exited ${code}: ${stderr}`))]);
+  t.deepEqual(report, { timedOut: 'ERR_DURABLE_TIMEOUT', next: 7, read: 7, caught: ['a reset listener that throws'] });
+});
+
 test('calls queued behind a hung call run on the fresh instance', async (t) => {
   const { h } = await host(t, { callTimeout: 100 });
   const w = h.get(Slow, 'q');

@@ -8,7 +8,7 @@
 //                     service (isolation 'isolate-per-worker'); a run is a
 //                     WebSocket to that service (./realm.js, ./realm-client.js)
 //   readCredential    a text binding of the gateway (a secret), read by the host
-//   ensureSchedule    the alarm of the worker's PeekSchedule Durable Object
+//   ensureSchedule    the schedule of the worker's PeekWorker Durable Object
 //   openChannel       hibernating WebSockets on the PeekHub Durable Object
 //   the datastore     the embedded store's class as a Durable Object
 //
@@ -300,7 +300,7 @@ function cloudflareAdapter(options = {}) {
       return res.json();
     },
 
-    /** Runs a worker through its PeekSchedule object: one run of a worker at a time, whatever the triggers. */
+    /** Runs a worker through its PeekWorker object: one run of a worker at a time, whatever the triggers. */
     async dispatch(ref, trigger) {
       const manifest = resolveRef(ref);
       await ready();

@@ -28,7 +28,7 @@ const forWorkerd = {
   setup(b) {
     b.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'node-builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'node-builtin' }));
     b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `export * from ${q(args.path)}; export { default } from ${q(args.path)};`, loader: 'js' }));
-    // js/peek/store-embedded.js requires '../index' (the native host) for DurableWorker only.
+    // js/peek/store-embedded.js and schedule-worker.js require '../index' (the native host) for DurableWorker only.
     b.onResolve({ filter: /^\.\.\/index$/ }, (args) => (path.resolve(args.resolveDir, '..', 'index.js') === path.join(JS, 'index.js') ? { path: path.join(CLOUDFLARE, 'base.js') } : undefined));
   },
 };
@@ -106,12 +106,12 @@ function writeConfig(o) {
   for (const [name, value] of Object.entries(o.secrets)) if (typeof value === 'string' && value.length > 0) text[credentialEnvName(name)] = value;
   const bindings = [
     '(name = "PEEK_HUB", durableObjectNamespace = "PeekHub")',
-    '(name = "PEEK_SCHEDULE", durableObjectNamespace = "PeekSchedule")',
+    '(name = "PEEK_WORKER", durableObjectNamespace = "PeekWorkerObject")',
     '(name = "PEEK_STORE", durableObjectNamespace = "PeekStoreObject")',
     ...ws.map(([, w]) => `(name = ${q(w.binding)}, service = ${q(w.service)})`),
     ...Object.entries(text).map(([k, v]) => `(name = ${q(k)}, text = ${q(v)})`),
   ];
-  const ns = ['PeekHub', 'PeekSchedule', 'PeekStoreObject'].map((c) => `(className = ${q(c)}, uniqueKey = ${q(`durable-workers-peek:${c}`)}, enableSql = true)`);
+  const ns = ['PeekHub', 'PeekWorkerObject', 'PeekStoreObject'].map((c) => `(className = ${q(c)}, uniqueKey = ${q(`durable-workers-peek:${c}`)}, enableSql = true)`);
   const services = ws.map(
     ([name, w]) =>
       `    # ${name}\n    (name = ${q(w.service)}, worker = (modules = [(name = "entry.mjs", esModule = embed ${q(`workers/${w.service}/entry.mjs`)}), (name = "realm.mjs", esModule = embed "realm.mjs"), (name = "factory.mjs", esModule = embed ${q(`workers/${w.service}/factory.mjs`)})], compatibilityDate = ${q(COMPATIBILITY_DATE)}, globalOutbound = "internet")),`,

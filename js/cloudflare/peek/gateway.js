@@ -7,10 +7,13 @@
 //                 tagged 'host', over which schedules ask it to run a worker;
 //                 channels hold ones tagged 'channel' (the pubsub protocol of
 //                 ../../peek/channel-ws.js).
-//   PeekSchedule  one object per Peek worker: its schedule as the object's
-//                 alarm, retries with backoff done here (declared, not the
-//                 platform's six), and one run of the worker at a time
-//                 (schedules and dispatched commands alike).
+//   PeekWorker    one object per Peek worker: the Node adapter's class
+//                 (../../peek/schedule-worker.js) as a Durable Object
+//                 (toDurableObject), so its schedule is a `state.schedule`
+//                 mapped onto the object's alarm, retried with the package's
+//                 backoff (not the platform's six retries), and one run of
+//                 the worker at a time (schedules and dispatched commands
+//                 alike). Its runs go to the host through the hub.
 //   the store     the embedded store's PeekStore class, unchanged, as a
 //                 Durable Object (toDurableObject), reached at
 //                 POST /datastore/<method> with the worker's credential.
@@ -23,17 +26,15 @@ const wire = require('../wire');
 const { hostOf } = require('../calls');
 const { PeekStore } = require('../../peek/store-embedded');
 const { STORE_METHODS } = require('../../peek/store-methods');
-const { nextAfter } = require('../../peek/schedule-spec');
+const { peekWorkerClass } = require('../../peek/schedule-worker');
 const { matches } = require('../../peek/topics');
 const { PING_PATH } = require('../ready');
 
 const CREDENTIAL_PREFIX = 'PEEK_CREDENTIAL_';
-const MAX_BACKOFF_MS = 300_000;
 
 const json = (v, status = 200) => new Response(JSON.stringify(v), { status, headers: { 'content-type': 'application/json' } });
 const bearer = (request) => /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? null;
 const hubOf = (env) => env.PEEK_HUB.get(env.PEEK_HUB.idFromName('hub'));
-const scheduleOf = (env, name) => env.PEEK_SCHEDULE.get(env.PEEK_SCHEDULE.idFromName(name));
 
 /** Constant-time enough for equal-length secrets. */
 function same(a, b) {
@@ -43,7 +44,28 @@ function same(a, b) {
   return d === 0;
 }
 
-async function fetchHandler(request, env) {
+/**
+ * The gateway of a deployment.
+ * @param {{ DurableObject: new (ctx: any, env: any) => object, toDurableObject: Function, env: object }} platform
+ *   from cloudflare:workers and ../workerd.mjs; `env` is read only when a run starts
+ */
+function gateway({ DurableObject, toDurableObject, env }) {
+  const PeekWorker = peekWorkerClass({
+    run: (name, manifestPath, trigger) => hubOf(env).run(name, manifestPath, trigger),
+    get retries() {
+      return Number(env.PEEK_RETRIES ?? 3);
+    },
+    log: (record) => console.warn(JSON.stringify(record)),
+  });
+  const workerOf = (name) => hostOf(env).get(PeekWorker, name);
+  return {
+    PeekHub: hubClass(DurableObject, workerOf),
+    PeekWorkerObject: toDurableObject(PeekWorker, { binding: 'PEEK_WORKER' }),
+    fetch: (request, env) => fetchHandler(request, env, workerOf),
+  };
+}
+
+async function fetchHandler(request, env, workerOf) {
   const url = new URL(request.url);
   if (url.pathname === PING_PATH) return new Response(env.PEEK_READY_TOKEN ?? '');
   const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -70,14 +92,14 @@ async function fetchHandler(request, env) {
     case 'channel':
       return hubOf(env).fetch(request);
     case 'schedule': {
-      const s = scheduleOf(env, name);
-      if (request.method === 'PUT') return json(await s.setSchedule(name, await request.json()));
-      if (request.method === 'DELETE') return json(await s.cancel());
-      return json(await s.schedule());
+      const w = workerOf(name);
+      if (request.method === 'PUT') return json(await w.setSchedule(await request.json()));
+      if (request.method === 'DELETE') return json(await w.cancelSchedule());
+      return json(await w.schedule());
     }
     case 'dispatch': {
       const body = wire.decode(await request.text());
-      return new Response(wire.encode(await scheduleOf(env, name).dispatch(name, body.manifestPath, body.trigger)));
+      return new Response(wire.encode(await workerOf(name).dispatch(body.manifestPath, body.trigger)));
     }
     default:
       return new Response('not found', { status: 404 });
@@ -104,9 +126,12 @@ async function datastore(request, env, method) {
   }
 }
 
-/** @param {new (ctx: any, env: any) => object} DurableObject from cloudflare:workers */
-function classes(DurableObject) {
-  class PeekHub extends DurableObject {
+/**
+ * @param {new (ctx: any, env: any) => object} DurableObject from cloudflare:workers
+ * @param {(name: string) => any} workerOf a Peek worker's PeekWorker stub
+ */
+function hubClass(DurableObject, workerOf) {
+  return class PeekHub extends DurableObject {
     #pending = new Map();
     #next = 1;
 
@@ -120,9 +145,11 @@ function classes(DurableObject) {
         const waiting = (await this.ctx.storage.get('waiting')) ?? [];
         await this.ctx.storage.delete('waiting');
         for (const name of waiting)
-          scheduleOf(this.env, name)
-            .wake()
-            .catch(() => {});
+          this.ctx.waitUntil(
+            workerOf(name)
+              .wake()
+              .catch(() => {}),
+          );
       } else {
         this.ctx.acceptWebSocket(server, ['channel']);
         server.serializeAttachment({ topics: [] });
@@ -194,82 +221,7 @@ function classes(DurableObject) {
         p.resolve({ ok: false, error: { name: 'Error', code: 'ERR_PEEK_CLOSED', message: 'the host disconnected during the run' }, ms: 0 });
       }
     }
-  }
-
-  class PeekSchedule extends DurableObject {
-    #chain = Promise.resolve();
-
-    /** One run of this worker at a time. */
-    #exclusive(fn) {
-      const p = this.#chain.then(fn);
-      this.#chain = p.catch(() => {});
-      return p;
-    }
-
-    get #retries() {
-      return Number(this.env.PEEK_RETRIES ?? 3);
-    }
-
-    async setSchedule(name, { manifestPath, spec, intervalMs }) {
-      const s = await this.ctx.storage.get('schedule');
-      const pending = await this.ctx.storage.getAlarm();
-      if (s && s.spec === spec && s.manifestPath === manifestPath && pending !== null) return { changed: false, next: pending };
-      const slot = Date.now() + intervalMs;
-      await this.ctx.storage.put('schedule', { name, manifestPath, spec, intervalMs, slot, attempt: 0, gen: (s?.gen ?? 0) + 1 });
-      await this.ctx.storage.setAlarm(slot);
-      return { changed: true, next: slot };
-    }
-
-    async cancel() {
-      const had = (await this.ctx.storage.get('schedule')) !== undefined;
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-      return had;
-    }
-
-    async schedule() {
-      const s = await this.ctx.storage.get('schedule');
-      return s ? { spec: s.spec, manifestPath: s.manifestPath, next: await this.ctx.storage.getAlarm() } : null;
-    }
-
-    dispatch(name, manifestPath, trigger) {
-      return this.#exclusive(async () => {
-        const r = await hubOf(this.env).run(name, manifestPath, trigger);
-        return r.noHost ? { ok: false, error: { name: 'Error', code: 'ERR_PEEK_CLOSED', message: `no host is connected to run ${name} (start the adapter)` }, ms: 0 } : r;
-      });
-    }
-
-    /** The host is back: a slot that found none runs now. */
-    async wake() {
-      const s = await this.ctx.storage.get('schedule');
-      if (s?.waiting) await this.ctx.storage.setAlarm(Date.now());
-    }
-
-    async alarm() {
-      const s = await this.ctx.storage.get('schedule');
-      if (!s) return;
-      const r = await this.#exclusive(() => hubOf(this.env).run(s.name, s.manifestPath, { kind: 'schedule', scheduledFor: s.slot }));
-      // The schedule may have been cancelled or replaced during the run.
-      const now = await this.ctx.storage.get('schedule');
-      if (!now || now.gen !== s.gen) return;
-      if (r.noHost) {
-        // Nobody to run it: the slot waits for a host (the hub wakes us).
-        await this.ctx.storage.put('schedule', { ...now, waiting: true });
-        return;
-      }
-      if (!r.ok && now.attempt < this.#retries) {
-        const attempt = now.attempt + 1;
-        await this.ctx.storage.put('schedule', { ...now, attempt, waiting: false });
-        await this.ctx.storage.setAlarm(Date.now() + Math.min(1000 * 2 ** (attempt - 1), MAX_BACKOFF_MS));
-        return;
-      }
-      const slot = nextAfter(s.slot, s.intervalMs, Date.now());
-      await this.ctx.storage.put('schedule', { ...now, slot, attempt: 0, waiting: false });
-      await this.ctx.storage.setAlarm(slot);
-    }
-  }
-
-  return { PeekHub, PeekSchedule };
+  };
 }
 
-module.exports = { fetchHandler, classes };
+module.exports = { gateway };

@@ -10,7 +10,7 @@ const { sandboxStatus, UidPool, DEFAULT_UIDS } = require('./sandbox');
 const { refuseRunHeldPort } = require('./port-holder');
 const { MAX_IN_FLIGHT } = require('./fetch-relay');
 const { NodeRealm } = require('./realm');
-const { peekWorkerClass } = require('./schedules');
+const { peekWorkerClass } = require('../schedule-worker');
 const { PeekStore, embeddedStore } = require('../store-embedded');
 const { remoteStore } = require('../store-remote');
 const { credentialReader, credentialEnvName } = require('../credentials');
@@ -39,7 +39,7 @@ function nodeAdapter(options = {}) {
   let closed = false;
 
   const PeekWorker = peekWorkerClass({
-    run: (manifestPath, trigger) => {
+    run: (name, manifestPath, trigger) => {
       if (host === null) return Promise.resolve({ ok: false, error: peekError(codes.CLOSED, 'no worker host is attached to this adapter (createWorkerHost({ adapter }))'), ms: 0 });
       return host.run(manifestPath, trigger);
     },

@@ -1,10 +1,12 @@
 'use strict';
-// Peek's schedules, on the package's own: one durable worker per Peek worker
-// (class PeekWorker, id = the worker's name) holds its manifest path and a
-// `state.schedule({ every })` that calls `tick` on the interval's grid, in the
-// adapter's directory. Every run of that worker the adapter starts goes
-// through this durable worker's mailbox, schedules and commands alike, which
-// is what makes runs of one worker single-flight.
+// Peek's schedules, on the package's own, for both adapters: one durable
+// worker per Peek worker (class PeekWorker, id = the worker's name) holds its
+// manifest path and a `state.schedule({ every })` that calls `tick` on the
+// interval's grid. On Node it lives in the adapter's directory; on workerd it
+// is a Durable Object of the gateway (toDurableObject). Every run of that
+// worker the adapter starts goes through this durable worker's mailbox,
+// schedules and commands alike, which is what makes runs of one worker
+// single-flight.
 //
 // What the schedule primitive gives (js/alarms/schedules.js), and so what the
 // declaration states:
@@ -21,9 +23,14 @@
 //   slot in a row the slots of the next 1, 3, 7 … intervals (capped at
 //   BACKOFF_CAP_MS) are skipped, so a crashing worker costs a run now and
 //   then, not a crash loop; one run that succeeds ends the backoff.
-const { DurableWorker } = require('../../index');
-const { nextAfter } = require('../schedule-spec');
-const { codes, toPlainError } = require('../errors');
+//
+// On workerd the run goes to the host over the hub's socket, and there may be
+// no host connected (the adapter stopped): `run` answers { noHost: true }. The
+// slot is then kept as `waiting`, later slots fold into it, and `wake()` (the
+// hub calls it when a host connects) runs it once, as a one-off schedule.
+const { DurableWorker } = require('../index');
+const { nextAfter } = require('./schedule-spec');
+const { codes, peekError, toPlainError, fromPlainError } = require('./errors');
 
 /** The longest a failing schedule's backoff adds before its next slot. */
 const BACKOFF_CAP_MS = 10 * 60_000;
@@ -38,7 +45,8 @@ function backoffMs(failures, intervalMs) {
 
 /**
  * The PeekWorker class for one adapter.
- * @param {{ run: (manifestPath: string, trigger: object) => Promise<object>, retries: number, log?: (record: object) => void }} ctl
+ * @param {{ run: (name: string, manifestPath: string, trigger: object) => Promise<object>, retries: number, log?: (record: object) => void }} ctl
+ *   `run` answers a run's result, or { noHost: true } when nobody can run it now (workerd without a host)
  */
 function peekWorkerClass(ctl) {
   return class PeekWorker extends DurableWorker {
@@ -62,7 +70,7 @@ function peekWorkerClass(ctl) {
     /** Removes the schedule; false if there was none. */
     async cancelSchedule() {
       const had = this.state.has('schedule');
-      await this.state.deleteAll();
+      await this.state.deleteAll(); // the schedule entries too
       return had;
     }
 
@@ -76,8 +84,24 @@ function peekWorkerClass(ctl) {
 
     /** A run for a trigger from outside the schedule (a command, a wake): queued behind any running one. */
     async dispatch(manifestPath, trigger) {
-      const result = await ctl.run(manifestPath, trigger);
+      const result = await ctl.run(this.id, manifestPath, trigger);
+      if (result.noHost) return { ok: false, error: toPlainError(noHost(this.id)), ms: 0 };
       return result.ok ? result : { ok: false, error: toPlainError(result.error), ms: result.ms };
+    }
+
+    /** A host is back: the slot that found none runs now, once. */
+    async wake() {
+      const slot = this.state.get('waiting');
+      if (slot === undefined) return;
+      this.state.delete('waiting');
+      await this.state.schedule(Date.now(), 'catchUp', slot);
+    }
+
+    /** The run of a slot that found no host (a one-off schedule made by wake). */
+    async catchUp(slot) {
+      const s = this.state.get('schedule');
+      const entry = this.state.schedules().find((x) => x.method === 'catchUp');
+      if (s) await this.#run(s, slot, entry?.attempt ?? 0);
     }
 
     /** One slot of the schedule (the schedule's own call; `slot` and `attempt` are its entry's). */
@@ -100,10 +124,17 @@ function peekWorkerClass(ctl) {
       // Backing off: the slots before `backoffUntil` are skipped (a retry of a slot already run is not).
       const until = this.state.get('backoffUntil');
       if (until !== undefined && retryCount === 0 && slot < until) return;
-      const result = await ctl.run(s.manifestPath, { kind: 'schedule', scheduledFor: slot });
+      const result = await ctl.run(this.id, s.manifestPath, { kind: 'schedule', scheduledFor: slot });
+      if (result.noHost) {
+        // The earliest missed slot is the one that runs (as after a restart on Node).
+        if (!this.state.has('waiting')) this.state.set('waiting', slot);
+        return;
+      }
       // Throwing hands the retry to the schedule: it comes back with a backoff
       // and the same slot. After the last retry, move on.
-      if (!result.ok && retryCount < ctl.retries && !NO_RETRY.has(result.error?.code)) throw result.error;
+      if (!result.ok && retryCount < ctl.retries && !NO_RETRY.has(result.error?.code)) {
+        throw result.error instanceof Error ? result.error : fromPlainError(result.error);
+      }
       const failures = result.ok ? 0 : (this.state.get('failures') ?? 0) + 1;
       if (failures > 0) this.state.set('failures', failures);
       else if (this.state.has('failures')) this.state.delete('failures');
@@ -132,6 +163,10 @@ function peekWorkerClass(ctl) {
       return until !== undefined && mine.attempt === 0 && until > mine.next ? until : mine.next;
     }
   };
+}
+
+function noHost(name) {
+  return peekError(codes.CLOSED, `no host is connected to run ${name} (start the adapter)`);
 }
 
 module.exports = { peekWorkerClass, backoffMs, BACKOFF_CAP_MS };
