@@ -76,7 +76,21 @@ export interface WorkerApi {
    */
   readonly pubsub?: { readonly publish: (topic: string, message: unknown) => Promise<void | { readonly resultTopic: string }> };
   readonly publish?: (topic: string, message: unknown) => Promise<void | { readonly resultTopic: string }>;
+  /**
+   * Registers, while the module loads, what answers a wake on `topic` (one of
+   * capabilities.pubsub.subscribe, or narrower) instead of the entry. Granted
+   * by a non-empty capabilities.pubsub.subscribe. Returns an unsubscribe.
+   */
+  readonly subscribe?: (topic: string, handler: (message: unknown, ctx: RunContext) => unknown) => () => void;
+  /** Registers, while the module loads, what answers a command of the manifest's `commands` instead of the entry (its value is the reply). Granted by writing `commands`. */
+  readonly commands?: { readonly on: (name: string, handler: (params: unknown, ctx: RunContext) => unknown) => void };
+  /** The worker's settings for this run: the manifest's defaults and the operator's values, frozen. Granted by the manifest's `settings`. */
+  readonly settings?: Readonly<Record<string, unknown>>;
   readonly log?: WorkerLog;
+  /** Registers, while the module loads, a hook run before the entry; a throw fails the run. Granted by capabilities.lifecycle. */
+  readonly initialize?: (hook: (ctx: RunContext) => unknown) => void;
+  /** Registers a hook run when the run ends (after its waitUntil work), unless it is killed; a throw fails the run. Granted by capabilities.lifecycle. */
+  readonly onShutdown?: (hook: (ctx: RunContext) => unknown) => void;
 }
 
 /** The only thing a worker author writes. */
@@ -99,9 +113,14 @@ export interface Manifest {
     /** subscribe: wake topics (never cmd:, nor a prefix covering it); commands: the commands this worker may send, absent when none. */
     readonly pubsub?: { readonly subscribe: readonly string[]; readonly commands?: readonly string[] };
     readonly log?: {};
+    readonly lifecycle?: {};
   };
   readonly limits: { readonly wallClockMs?: number };
   readonly commands: readonly string[];
+  /** Whether the manifest wrote `commands` (which grants api.commands). */
+  readonly commandsDeclared: boolean;
+  /** The declared settings and their defaults, or null. */
+  readonly settings: Readonly<Record<string, unknown>> | null;
 }
 
 /** A manifest path, or anything with one (a loaded Manifest). */
@@ -191,6 +210,8 @@ export interface WorkerHost {
 export interface NodeAdapterOptions {
   /** Where schedules and the embedded store live; one owning process at a time. */
   dir?: string;
+  /** What declares.name says: 'node' (default; a bare Node, e.g. under systemd) or 'container' (the same adapter as a container's supervisor). */
+  target?: 'node' | 'container';
   /** Heap ceiling of a run's process (default 128). */
   memoryMb?: number;
   /** The longest a run may take (default 15 minutes). */
@@ -271,7 +292,15 @@ export interface Supervisor {
   close(): Promise<void>;
 }
 
-export function createWorkerHost(options: { adapter: PlatformAdapter }): WorkerHost;
+export function createWorkerHost(options: {
+  adapter: PlatformAdapter;
+  /**
+   * The operator's values for the workers' settings, read at every run: a JSON
+   * file `{ "<worker>": { "<setting>": value } }` (none yet: the defaults), or
+   * a function of the worker's name.
+   */
+  settings?: string | ((worker: string) => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>);
+}): WorkerHost;
 export function nodeAdapter(options?: NodeAdapterOptions): NodeAdapter;
 export function runConformance(options: ConformanceOptions): Promise<ConformanceReport>;
 export function loadManifest(manifestPath: string): Manifest;
@@ -294,7 +323,9 @@ export type PeekErrorCode =
   | 'ERR_PEEK_CLOSED'
   | 'ERR_PEEK_PUBSUB_DENIED'
   | 'ERR_PEEK_SANDBOX'
-  | 'ERR_PEEK_FETCH_LIMIT';
+  | 'ERR_PEEK_FETCH_LIMIT'
+  | 'ERR_PEEK_LIFECYCLE'
+  | 'ERR_PEEK_SETTINGS';
 
 export const codes: {
   readonly MANIFEST: 'ERR_PEEK_MANIFEST';
@@ -312,6 +343,8 @@ export const codes: {
   readonly PUBSUB_DENIED: 'ERR_PEEK_PUBSUB_DENIED';
   readonly SANDBOX: 'ERR_PEEK_SANDBOX';
   readonly FETCH_LIMIT: 'ERR_PEEK_FETCH_LIMIT';
+  readonly LIFECYCLE: 'ERR_PEEK_LIFECYCLE';
+  readonly SETTINGS: 'ERR_PEEK_SETTINGS';
 };
 
 /**

@@ -23,7 +23,7 @@ test.after.always(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test.serial('the workerd adapter passes all 8 assertions and every declared field is checked and true', async (t) => {
+test.serial('the workerd adapter passes all 10 assertions and every declared field is checked and true', async (t) => {
   t.timeout(120_000);
   const report = await runConformance({ adapter, mintCredential });
   assertConformant(
@@ -90,4 +90,18 @@ test.serial('the admin token is taken from the authorization header only, never 
   t.is(inQuery.status, 401);
   const inHeader = await fetch(`${adapter.url}/peek/credential/probe-hello`, { headers: { authorization: `Bearer ${token}` } });
   t.not(inHeader.status, 401);
+});
+
+test.serial('the CLI runs the suite against workerd too: conformance --adapter workerd', async (t) => {
+  const { spawn } = require('node:child_process');
+  const bin = path.join(__dirname, '..', '..', 'bin', 'durable-workers.js');
+  const proc = spawn(process.execPath, [bin, 'conformance', '--adapter', 'workerd', '--only', 'assertion 2', '--only', 'assertion 10', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d) => (stdout += d));
+  proc.stderr.on('data', (d) => (stderr += d));
+  const [code] = await require('node:events').once(proc, 'close');
+  t.is(code, 0, stderr);
+  t.like(JSON.parse(stdout), { adapter: 'cloudflare-workerd', ok: true });
+  t.regex(stderr, /^pass {2}assertion 10 the lifecycle/m);
 });

@@ -106,13 +106,13 @@ function leaves(o, prefix = '') {
   return Object.entries(o).flatMap(([k, v]) => (v && typeof v === 'object' ? leaves(v, `${prefix}${k}.`) : [`${prefix}${k}`]));
 }
 
-/** A conformance report passed: every assertion (1–8) and every declaration, and no declared field went unchecked. */
+/** A conformance report passed: every assertion (1–10) and every declaration, and no declared field went unchecked. */
 function assertConformant(t, report, declares, why = '') {
   const failed = [...report.assertions, ...report.declarations].filter((r) => !r.ok);
   t.deepEqual(failed, [], why);
   t.deepEqual(
     report.assertions.map((a) => a.id),
-    [1, 2, 3, 4, 5, 6, 7, 8],
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
   );
   const checked = new Set(report.declarations.flatMap((d) => d.field.split(', ')));
   t.deepEqual(
@@ -123,4 +123,32 @@ function assertConformant(t, report, declares, why = '') {
   t.true(report.ok);
 }
 
-module.exports = { worker, setup, command, httpServer, serve, runCli, assertConformant };
+/**
+ * Source for a hostile Node worker: `forge(message)` writes a realm frame to
+ * fd 3 itself (a 4-byte big-endian length and a node:v8 payload), as the
+ * realm's own side does, so it can send the host what the realm never would.
+ */
+const FORGE = `
+import fs from 'node:fs';
+import v8 from 'node:v8';
+const frame = (payload) => {
+  const h = Buffer.alloc(4);
+  h.writeUInt32BE(payload.length);
+  return Buffer.concat([h, payload]);
+};
+const writeAll = async (buf) => {
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += fs.writeSync(3, buf, off);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+};
+const forge = (m) => writeAll(frame(v8.serialize(m)));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+`;
+
+module.exports = { worker, setup, command, httpServer, serve, runCli, assertConformant, FORGE };

@@ -14,36 +14,13 @@
 const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
-const { worker, serve, runCli } = require('../helpers/peek');
+const { worker, serve, runCli, FORGE } = require('../helpers/peek');
 const { sandboxStatus } = require('../../js/peek/node/sandbox');
 
 /** PEEK_SOAK_SECONDS (.ci/run sets 600 under CI_FULL=1): how long the serve test below runs. */
 const SOAK_SECONDS = Number(process.env.PEEK_SOAK_SECONDS ?? 0);
 const { tmpDir } = require('../helpers/tmp');
 const { until } = require('../helpers/poll');
-
-const FORGE = `
-import fs from 'node:fs';
-import v8 from 'node:v8';
-const frame = (payload) => {
-  const h = Buffer.alloc(4);
-  h.writeUInt32BE(payload.length);
-  return Buffer.concat([h, payload]);
-};
-const writeAll = async (buf) => {
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += fs.writeSync(3, buf, off);
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e;
-      await new Promise((r) => setTimeout(r, 1));
-    }
-  }
-};
-const forge = (m) => writeAll(frame(v8.serialize(m)));
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-`;
 
 /** Asserts the run ended with ERR_PEEK_PROTOCOL naming `name` and matching `why`, and the CLI lived to say so. */
 function assertProtocol(t, r, name, why) {

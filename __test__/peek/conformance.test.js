@@ -23,7 +23,7 @@ function adapterFor(t, options = {}) {
 const sandbox = sandboxStatus();
 if (!sandbox.ok) console.log(`peek/conformance: the sandboxed run of the suite is skipped: ${sandbox.reason}`);
 
-(sandbox.ok ? test.serial : test.serial.skip)('sandboxed, the Node adapter passes all 8 assertions and every declared field, network.enforcement egress-control verified', async (t) => {
+(sandbox.ok ? test.serial : test.serial.skip)('sandboxed, the Node adapter passes all 10 assertions and every declared field, network.enforcement egress-control verified', async (t) => {
   t.timeout(180_000);
   const adapter = adapterFor(t, { sandbox: 'required' });
   t.is(adapter.declares.network.enforcement, 'egress-control');
@@ -32,7 +32,7 @@ if (!sandbox.ok) console.log(`peek/conformance: the sandboxed run of the suite i
   t.regex(report.declarations.find((d) => d.field === 'network.enforcement').observed, /server not reached/);
 });
 
-test.serial('without the sandbox, the Node adapter passes all 8 assertions and every declared field, network.enforcement guard-rail verified', async (t) => {
+test.serial('without the sandbox, the Node adapter passes all 10 assertions and every declared field, network.enforcement guard-rail verified', async (t) => {
   t.timeout(180_000);
   const adapter = adapterFor(t, { sandbox: 'off' });
   t.is(adapter.declares.network.enforcement, 'guard-rail');
@@ -76,6 +76,16 @@ test('the CLI: conformance prints the table and exits 0; unknown commands exit 2
   t.is(ok.status, 0, ok.stderr);
   t.regex(ok.stdout, /pass\s+assertion 2/);
   t.regex(ok.stdout, /all 2 checks pass/);
+  // A line per check as it finishes, before the table.
+  t.regex(ok.stderr, /^pass {2}assertion 2 absent is absent.*\(\d+\.\d s\)$/m);
+  t.regex(ok.stderr, /^pass {2}assertion 5 /m);
+
+  const container = cli('conformance', '--adapter', 'container', '--only', 'assertion 9', '--json');
+  t.is(container.status, 0, container.stderr);
+  t.like(JSON.parse(container.stdout), { adapter: 'container', ok: true, assertions: [{ id: 9, ok: true }] });
+  const wrong = cli('conformance', '--adapter', 'lambda');
+  t.is(wrong.status, 2);
+  t.regex(wrong.stderr, /--adapter must be one of node, workerd, container \(got lambda\)/);
 
   const unknown = cli('frobnicate');
   t.is(unknown.status, 2);

@@ -21,10 +21,22 @@ export const hello: WorkerEntry = async (api, ctx) => {
   return res?.status;
 };
 
+export const handlers: WorkerEntry = async (api) => {
+  api.initialize?.(async (ctx) => ctx.trigger.kind);
+  api.onShutdown?.(() => undefined);
+  const off: (() => void) | undefined = api.subscribe?.('news/*', (message, ctx) => [message, ctx.deadline]);
+  api.commands?.on('refresh', async (params, ctx) => ({ params, at: ctx.deadline }));
+  const greeting: unknown = api.settings?.greeting;
+  off?.();
+  return greeting;
+};
+
 async function main(): Promise<void> {
   const adapter = nodeAdapter({ dir: './.peek', memoryMb: 64, credentials: { file: 'c.json' }, sandbox: 'auto', sandboxUids: [0x60000000, 4096] });
   const why: string = adapter.sandbox.on ? adapter.sandbox.mode : adapter.sandbox.reason;
   const host = createWorkerHost({ adapter });
+  createWorkerHost({ adapter, settings: 'settings.json' });
+  createWorkerHost({ adapter, settings: async (worker) => (worker === 'w' ? { greeting: 'hi' } : undefined) });
   const m: Manifest = loadManifest('manifest.json');
   const r: RunResult = await host.run(m, { kind: 'command', name: 'go', params: { n: 1 } });
   if (!r.ok) { const c: string | undefined = r.error.code; void c; }
@@ -35,7 +47,10 @@ async function main(): Promise<void> {
   await adapter.start();
   const report = await runConformance({ adapter });
   const code: PeekErrorCode = codes.DEADLINE;
-  const sandboxCodes: PeekErrorCode[] = [codes.SANDBOX, codes.FETCH_LIMIT];
+  const sandboxCodes: PeekErrorCode[] = [codes.SANDBOX, codes.FETCH_LIMIT, codes.LIFECYCLE, codes.SETTINGS];
+  const declared: boolean = m.commandsDeclared;
+  const defaults: Readonly<Record<string, unknown>> | null = m.settings;
+  void declared; void defaults; void m.capabilities.lifecycle;
   void iso; void report.ok; void code; void why; void sandboxCodes;
   await adapter.close();
 }

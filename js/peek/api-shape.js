@@ -5,7 +5,7 @@
 // path and wait for the answer. Only the shape crosses, so nothing the
 // parent's functions close over (the store, and the credential under it) is
 // ever in the run's process: there is nothing there to find.
-const { ONE_WAY, LOCAL } = require('./api');
+const { ONE_WAY, LOCAL, isData } = require('./api');
 
 /**
  * @param {object} api
@@ -15,7 +15,10 @@ function describeShape(api, path = []) {
   const props = {};
   for (const key of Object.keys(api)) {
     const v = api[key];
-    props[key] = typeof v === 'function' ? describeFunction(v, [...path, key]) : v && typeof v === 'object' ? describeShape(v, [...path, key]) : { kind: 'value', value: v };
+    if (typeof v === 'function') props[key] = describeFunction(v, [...path, key]);
+    else if (isData(v)) props[key] = { kind: 'data', value: v };
+    else if (v && typeof v === 'object') props[key] = describeShape(v, [...path, key]);
+    else props[key] = { kind: 'value', value: v };
   }
   return { kind: 'object', props };
 }
@@ -40,6 +43,7 @@ function buildFromShape(shape, io) {
 
 function buildNode(node, io) {
   if (node.kind === 'value') return node.value;
+  if (node.kind === 'data') return deepFreeze(node.value);
   if (node.kind === 'object') return buildFromShape(node, io);
   let fn;
   if (node.local !== null) {
@@ -60,6 +64,14 @@ function buildNode(node, io) {
     for (const [key, child] of Object.entries(node.props)) fn[key] = buildNode(child, io);
   }
   return Object.freeze(fn);
+}
+
+function deepFreeze(o) {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
 }
 
 /** The function at `path` of the parent's api, or null. */

@@ -13,6 +13,22 @@ const ONE_WAY = Symbol.for('durable-workers.peek.oneWay');
  * in another process uses its local copy rather than calling back here.
  */
 const LOCAL = Symbol.for('durable-workers.peek.local');
+/** Plain data (api.settings): sent to the realm as a copy, not described as namespaces. */
+const data = new WeakSet();
+const isData = (v) => v !== null && typeof v === 'object' && data.has(v);
+
+/**
+ * A function only the run's realm has (the lifecycle hooks, handler
+ * registrations): they take the worker's own functions, which cannot cross
+ * to the host. Present here so the grant decides that the namespace exists.
+ */
+function realmOnly(name) {
+  const fn = () => {
+    throw new TypeError(`api.${name} runs in the worker's realm`);
+  };
+  Object.defineProperty(fn, LOCAL, { value: name });
+  return fn;
+}
 
 /**
  * @param {import('../../peek').Manifest} manifest
@@ -23,6 +39,7 @@ const LOCAL = Symbol.for('durable-workers.peek.local');
  *   resultTopic?: string,
  *   isReplyTopic?: (topic: string) => boolean,
  *   log: (level: 'info' | 'warn' | 'error', args: unknown[]) => void,
+ *   settings?: Record<string, unknown>,
  * }} parts
  * @returns {import('../../peek').WorkerApi}
  */
@@ -44,8 +61,19 @@ function buildApi(manifest, parts) {
     };
     api.pubsub = Object.freeze({ publish });
     api.publish = publish;
+    if (caps.pubsub.subscribe.length > 0) api.subscribe = realmOnly('subscribe');
+  }
+  if (manifest.commandsDeclared) api.commands = Object.freeze({ on: realmOnly('commands.on') });
+  if (manifest.settings !== null && manifest.settings !== undefined) {
+    const values = parts.settings ?? manifest.settings;
+    data.add(values);
+    api.settings = values;
   }
   if (caps.log) api.log = logFunction(parts.log);
+  if (caps.lifecycle) {
+    api.initialize = realmOnly('initialize');
+    api.onShutdown = realmOnly('onShutdown');
+  }
   return Object.freeze(api);
 }
 
@@ -113,4 +141,4 @@ function oneWay(fn) {
   return fn;
 }
 
-module.exports = { buildApi, ONE_WAY, LOCAL, REPLY_PREFIX };
+module.exports = { buildApi, ONE_WAY, LOCAL, REPLY_PREFIX, isData };

@@ -46,6 +46,14 @@ const codes = Object.freeze({
   SANDBOX: 'ERR_PEEK_SANDBOX',
   /** A sandboxed run's fetch went past the relay's limits (body size, requests waiting). */
   FETCH_LIMIT: 'ERR_PEEK_FETCH_LIMIT',
+  /**
+   * A lifecycle or handler registration out of its place: api.initialize,
+   * api.subscribe or api.commands.on after the module has loaded, a topic or
+   * command the manifest does not grant, a command registered twice.
+   */
+  LIFECYCLE: 'ERR_PEEK_LIFECYCLE',
+  /** The operator's settings could not be read (a malformed file, a source that threw); the run does not start. */
+  SETTINGS: 'ERR_PEEK_SETTINGS',
 });
 
 /**

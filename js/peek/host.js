@@ -13,6 +13,7 @@ const { checkTrigger } = require('./trigger');
 const { resolveRef } = require('./manifest');
 const { codes, peekError, toPlainError } = require('./errors');
 const { makeRunContext } = require('./run-context');
+const { settingsReader } = require('./settings');
 
 /** Between the signal aborting at the deadline and the kill: time for the abort to reach the run's process. */
 const ABORT_GRACE_MS = 200;
@@ -25,16 +26,18 @@ const HOLD_REPLY = Symbol.for('durable-workers.peek.holdReply');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * @param {{ adapter: import('../../peek').PlatformAdapter }} options
+ * @param {{ adapter: import('../../peek').PlatformAdapter, settings?: string | ((worker: string) => object | undefined) }} options
+ *   settings: the operator's values for the workers' settings (./settings.js)
  * @returns {import('../../peek').WorkerHost}
  */
-function createWorkerHost({ adapter } = {}) {
+function createWorkerHost({ adapter, settings } = {}) {
   for (const op of ['readCredential', 'openStore', 'openRealm', 'openChannel', 'log']) {
     if (typeof adapter?.[op] !== 'function') throw new TypeError(`createWorkerHost({ adapter }): the adapter has no ${op}() (use nodeAdapter() or another PlatformAdapter)`);
   }
   if (!adapter.declares || typeof adapter.declares.run?.maxWallClockMs !== 'number') {
     throw new TypeError('createWorkerHost({ adapter }): the adapter has no declares.run.maxWallClockMs');
   }
+  const readSettings = settingsReader(settings);
   const events = new EventEmitter();
   let publisher = null;
   let closed = false;
@@ -165,6 +168,8 @@ function createWorkerHost({ adapter } = {}) {
           store = await adapter.openStore(manifest, credential);
           stillOn();
         }
+        const values = manifest.settings === null ? undefined : await readSettings(manifest, adapter.log);
+        stillOn();
         opening = adapter.openRealm(manifest, { deadline, signal: controller.signal });
         const realm = await opening;
         stillOn();
@@ -174,6 +179,7 @@ function createWorkerHost({ adapter } = {}) {
           fetch,
           resultTopic: trigger.kind === 'command' ? trigger.resultTopic : undefined,
           isReplyTopic,
+          settings: values,
           publish: (topic, message) => {
             published.add(topic);
             return publish(topic, message);

@@ -11,8 +11,10 @@ const { domainProblem } = require('./domains');
 const { STORE_METHODS, DEFAULT_METHODS } = require('./store-methods');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const TOP_LEVEL = new Set(['name', 'description', 'version', 'worker', 'schedule', 'capabilities', 'limits', 'commands']);
-const CAPABILITIES = new Set(['network', 'datastore', 'pubsub', 'log']);
+const TOP_LEVEL = new Set(['name', 'description', 'version', 'worker', 'schedule', 'capabilities', 'limits', 'commands', 'settings']);
+const CAPABILITIES = new Set(['network', 'datastore', 'pubsub', 'log', 'lifecycle']);
+/** Bytes of a manifest's settings (defaults), as JSON: settings configure, they do not carry data. */
+const MAX_SETTINGS_BYTES = 64 * 1024;
 const TOPIC = /^[^\s]{1,256}$/;
 
 /**
@@ -132,6 +134,23 @@ function checkManifest(raw, file) {
     onlyKeys(caps.log, [], 'capabilities.log', fail);
     capabilities.log = {};
   }
+  if (caps.lifecycle) {
+    onlyKeys(caps.lifecycle, [], 'capabilities.lifecycle', fail);
+    capabilities.lifecycle = {};
+  }
+
+  // The worker's settings and their defaults; the operator's values replace
+  // them per run (./settings.js). Declared keys only: a setting the worker
+  // does not know is a typo, not a setting.
+  let settings = null;
+  if (raw.settings !== undefined) {
+    if (!isObject(raw.settings)) fail('settings', 'must be an object of setting names and their default values');
+    for (const key of Object.keys(raw.settings)) {
+      if (!NAME.test(key)) fail(`settings.${key}`, 'is not a setting name: 1–64 characters of A–Z, a–z, 0–9, _ and -');
+    }
+    if (Buffer.byteLength(JSON.stringify(raw.settings)) > MAX_SETTINGS_BYTES) fail('settings', `must be at most ${MAX_SETTINGS_BYTES} bytes as JSON`);
+    settings = structuredClone(raw.settings);
+  }
 
   const limits = raw.limits ?? {};
   if (!isObject(limits)) fail('limits', 'must be an object');
@@ -157,6 +176,9 @@ function checkManifest(raw, file) {
     capabilities,
     limits: { wallClockMs: limits.wallClockMs },
     commands: [...commands],
+    // Whether `commands` was written: api.commands is granted by naming them.
+    commandsDeclared: raw.commands !== undefined,
+    settings,
   });
 }
 

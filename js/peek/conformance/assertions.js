@@ -1,6 +1,8 @@
 'use strict';
-// The eight assertions: the same on every adapter. An adapter that fails one
-// is not an adapter of this contract. Each returns { ok, observed }.
+// The assertions: the same on every adapter. An adapter that fails one is not
+// an adapter of this contract. Each returns { ok, observed }. The first eight
+// are the design's (§8); 9 and 10 check the rest of `api` (docs/peek.md, "The
+// lifecycle and handlers").
 const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
@@ -108,6 +110,59 @@ const assertions = [
       // The probe's budget is 1000 ms; 5 s of slack for a loaded machine.
       const ok = !r.ok && r.error.code === 'ERR_PEEK_DEADLINE' && took < 6000 && signalled;
       return { ok, observed: `${codeOf(r)} after ${took} ms; signal ${signalled ? 'aborted' : 'not seen aborting'}` };
+    },
+  },
+  {
+    id: 9,
+    name: 'the whole api: every granted namespace is there; handlers answer their wake and command',
+    async check(h) {
+      const tag = `api-${h.nonce}`;
+      const main = await h.run('api', { tag });
+      if (!main.ok) return { ok: false, observed: `run failed: ${main.error.message}` };
+      const v = main.value;
+      const missing = Object.entries(v.types).filter(([n, t]) => (n === 'datastore' ? t !== 'undefined' : t === 'undefined'));
+      const ping = await h.host.run(h.probe('api'), { kind: 'command', name: 'probe-api-ping', params: { nonce: h.nonce, tag } });
+      const wake = await h.host.run(h.probe('api'), { kind: 'wake', topic: 'probe-api/news', message: { tag, n: 1 } });
+      const settingsOk = v.settingsFrozen && v.settings.greeting === `hi-${h.nonce}` && v.settings.limit === 3;
+      const pingOk = ping.ok && ping.value.pong === h.nonce && ping.value.steps.join() === 'initialize:command,command';
+      const wakeOk = wake.ok && wake.value.heard?.n === 1 && wake.value.steps.join() === 'initialize:wake,subscribe:probe-api/news';
+      const entryOk = v.steps.join() === 'initialize:command,entry' && v.late === 'ERR_PEEK_LIFECYCLE';
+      const ok = missing.length === 0 && settingsOk && pingOk && wakeOk && entryOk;
+      return {
+        ok,
+        observed: [
+          missing.length ? `wrong: ${missing.map(([n, t]) => `${n} ${t}`).join(', ')}` : 'every granted namespace present',
+          `settings ${JSON.stringify(v.settings)}`,
+          `command handler ${ping.ok ? ping.value.steps.join(' → ') : codeOf(ping)}`,
+          `wake handler ${wake.ok ? wake.value.steps.join(' → ') : codeOf(wake)}`,
+          `entry ${v.steps.join(' → ')}, a late subscribe ${v.late}`,
+        ].join('; '),
+      };
+    },
+  },
+  {
+    id: 10,
+    name: 'the lifecycle: initialize → entry → onShutdown, whose throws fail the run; onShutdown always runs',
+    async check(h) {
+      const stepsOf = (tag) => h.logs.filter((l) => l.worker === 'probe-api' && l.args[1] === tag).map((l) => l.args[2]);
+      const cases = [];
+      for (const throwIn of [undefined, 'initialize', 'entry', 'shutdown']) {
+        const tag = `lifecycle-${throwIn ?? 'none'}-${h.nonce}`;
+        const r = await h.run('api', { tag, throwIn });
+        await h.until(() => stepsOf(tag).includes('shutdown'), 2000);
+        cases.push({ throwIn, r, steps: stepsOf(tag).join(',') });
+      }
+      const want = {
+        none: [true, 'initialize:command,entry,shutdown'],
+        initialize: [false, 'initialize:command,shutdown'],
+        entry: [false, 'initialize:command,entry,shutdown'],
+        shutdown: [false, 'initialize:command,entry,shutdown'],
+      };
+      const ok = cases.every((c) => {
+        const [succeeds, steps] = want[c.throwIn ?? 'none'];
+        return c.r.ok === succeeds && c.steps === steps && (succeeds || c.r.error.message.startsWith(c.throwIn));
+      });
+      return { ok, observed: cases.map((c) => `${c.throwIn ?? 'no throw'}: ${c.r.ok ? 'ok' : c.r.error.message} [${c.steps}]`).join('; ') };
     },
   },
 ];

@@ -1,5 +1,5 @@
 'use strict';
-// runConformance: the eight assertions, then a check of every declared field,
+// runConformance: the assertions, then a check of every declared field,
 // against one adapter. Assertions are the contract; declarations are where
 // adapters may differ, so only their truth is tested.
 const { createWorkerHost } = require('../host');
@@ -23,7 +23,8 @@ function declared(d, field) {
 async function runConformance({ adapter, mintCredential = envMint, only, out, onCheck } = {}) {
   if (!adapter || typeof adapter !== 'object' || !adapter.declares) throw new TypeError('runConformance({ adapter }): adapter must be a PlatformAdapter');
   const started = Date.now();
-  const host = createWorkerHost({ adapter });
+  // Assertion 9 reads an operator's setting: the host's settings source is part of the contract.
+  const host = createWorkerHost({ adapter, settings: (name) => (name === 'probe-api' ? { greeting: `hi-${h.nonce}` } : undefined) });
   const h = new Harness({ host, adapter });
   // The probes that use the store need a credential; the walk mints its own.
   const undo = [await mintCredential('probe-hello', `peek-conformance-${h.nonce}`), await mintCredential('probe-counter', `peek-conformance-${h.nonce}`)];

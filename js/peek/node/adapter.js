@@ -48,7 +48,9 @@ function nodeAdapter(options = {}) {
   });
 
   const declares = deepFreeze({
-    name: 'node',
+    // Bare Node and a container are one adapter: what differs is who
+    // supervises the process and where its directory lives (a volume).
+    name: o.target,
     scheduler: schedulerDeclaration(o),
     run: {
       maxWallClockMs: o.maxWallClockMs,
@@ -234,11 +236,14 @@ function checkOptions(options) {
   if (!Array.isArray(uids) || uids.length !== 2 || !Number.isInteger(uids[0]) || !Number.isInteger(uids[1]) || uids[0] < 1 || uids[1] < 1 || uids[0] + uids[1] > 2 ** 32 - 2) {
     throw new RangeError('nodeAdapter({ sandboxUids }): [first, count], positive integers with first + count below 2^32 - 1');
   }
+  const target = options.target ?? 'node';
+  if (target !== 'node' && target !== 'container') throw new TypeError(`nodeAdapter({ target }): 'node' or 'container', got ${JSON.stringify(target)}`);
   const warm = options.warm ?? true;
   const spares = options.spares ?? (warm ? 1 : 0);
   if (!Number.isInteger(spares) || spares < 0 || spares > 16) throw new RangeError(`nodeAdapter({ spares }): an integer from 0 to 16, got ${spares}`);
   return {
     dir,
+    target,
     memoryMb: positive('memoryMb', options.memoryMb, 128),
     maxWallClockMs: common.maxWallClockMs,
     precisionMs: common.precisionMs,

@@ -129,7 +129,7 @@ class RealmClient {
     if (this.#api === null) throw new Error('installGlobals must come before loadWorkerModule: a module may read window.app as it loads');
     await this.ready();
     // Made before the answer is awaited: a job that cannot be made leaves no waiter behind.
-    const job = { t: 'job', shape: describeShape(this.#api), domains: this.#domains, ...this._job(manifest) };
+    const job = { t: 'job', shape: describeShape(this.#api), domains: this.#domains, grants: grantsOf(manifest), ...this._job(manifest) };
     const loaded = this.#expect('loaded');
     this.timing.jobAt = performance.timeOrigin + performance.now();
     this.#sendExpecting(job, ['loaded']);
@@ -350,6 +350,11 @@ class RealmClient {
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   }
+}
+
+/** What the realm checks registrations against (./lifecycle.js): the topics and commands the manifest grants. */
+function grantsOf(manifest) {
+  return { topics: [...(manifest.capabilities.pubsub?.subscribe ?? [])], commands: manifest.commandsDeclared ? [...manifest.commands] : [] };
 }
 
 module.exports = { RealmClient };

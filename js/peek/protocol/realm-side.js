@@ -5,13 +5,15 @@
 // messages back to the host, so the credential and the store never enter the
 // realm), installs globalThis.app, window.app and the guarded fetch before the
 // module graph loads, runs the entry the host names with a RunContext, and
-// reports the result and, after it, the settling of ctx.waitUntil work.
+// reports the result and, after it, the settling of ctx.waitUntil work. What
+// the worker registers for the run (lifecycle hooks, handlers) is ./lifecycle.js.
 //
 // Messages in:  job { shape, domains, … }, invoke { name, trigger, deadline }, reply, abort.
 // Messages out: loaded, call, cast, net, result, settled.
 const { buildFromShape } = require('../api-shape');
 const { guardedFetch } = require('../node/guarded-fetch');
 const { makeRunContext } = require('../run-context');
+const { Lifecycle } = require('./lifecycle');
 const { codes, peekError, toPlainError, fromPlainError } = require('../errors');
 const { codes: durableCodes } = require('../../api/errors');
 
@@ -29,6 +31,7 @@ const now = () => (typeof performance === 'object' ? (performance.timeOrigin ?? 
 function createRealmRuntime({ send: transportSend, load, platformFetch = globalThis.fetch, relayFetch = null }) {
   let mod = null;
   let api = null;
+  let lifecycle = new Lifecycle();
   let nextCall = 1;
   const pending = new Map();
   const abort = new AbortController();
@@ -86,6 +89,8 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
   async function onJob(job) {
     const start = now();
     locals.fetch = relayFetch !== null ? relayFetch(relay) : guardedFetch({ domains: job.domains, signal: abort.signal, report: (r) => send({ t: 'net', ...r }), fetch: platformFetch });
+    lifecycle = new Lifecycle(job.grants);
+    Object.assign(locals, lifecycle.locals());
     api = buildFromShape(job.shape, io);
     // Installed before the module graph is evaluated: a module that reads
     // window.app on its first line (as bundled features do) must find this
@@ -107,18 +112,30 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
     // that outlives a run, another run may have replaced them meanwhile).
     installGlobals();
     const runStart = now();
+    const ended = (ok, valueOrError) =>
+      ok
+        ? { t: 'result', ok: true, value: valueOrError, pending: waits.length, timing: { runStart, runEnd: now() } }
+        : { t: 'result', ok: false, error: toPlainError(valueOrError), pending: 0, timing: { runStart, runEnd: now() } };
     let result;
     try {
-      const value = await mod[name](api, ctx);
-      result = { t: 'result', ok: true, value, pending: waits.length, timing: { runStart, runEnd: now() } };
+      await lifecycle.initialize(ctx);
+      const handler = lifecycle.handlerFor(trigger);
+      result = ended(true, handler !== null ? await handler(ctx) : await mod[name](api, ctx));
     } catch (err) {
-      result = { t: 'result', ok: false, error: toPlainError(err), pending: 0, timing: { runStart, runEnd: now() } };
+      result = ended(false, err);
     }
+    if (!lifecycle.hasShutdown) {
+      send(result);
+      if (result.ok && waits.length > 0) send({ t: 'settled', errors: await settle(waits) });
+      return;
+    }
+    // onShutdown hooks come last, after the waitUntil work: the result waits
+    // for them, since a throw there fails the run.
+    const errors = result.ok ? await settle(waits) : [];
+    const failed = await lifecycle.shutdown(ctx);
+    if (failed !== null && result.ok) result = { ...ended(false, failed), timing: result.timing };
     send(result);
-    if (result.ok && waits.length > 0) {
-      const settled = await Promise.allSettled(waits);
-      send({ t: 'settled', errors: settled.filter((s) => s.status === 'rejected').map((s) => toPlainError(s.reason)) });
-    }
+    if (result.ok && waits.length > 0) send({ t: 'settled', errors });
   }
 
   return {
@@ -151,6 +168,11 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
       pending.clear();
     },
   };
+}
+
+async function settle(waits) {
+  const settled = await Promise.allSettled(waits);
+  return settled.filter((s) => s.status === 'rejected').map((s) => toPlainError(s.reason));
 }
 
 function peekErrorLike(message) {
