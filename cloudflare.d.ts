@@ -1,7 +1,7 @@
 // Types for `durable-workers/cloudflare`: the same DurableWorker classes as
 // Durable Objects on workerd and Cloudflare. See docs/cloudflare.md.
 import type { DurableWorker, WorkerClass, Stub, StubOptions } from './index';
-import type { PlatformAdapter, AdapterDeclaration, WorkerHost, WorkerRef, Trigger, RunResult } from './peek';
+import type { PlatformAdapter, AdapterDeclaration, WorkerHost, WorkerRef, Trigger, RunResult, RunLogKeeper, LogQuery, KeptLogs } from './peek';
 
 /** The workerd release this package is tested against (the npm devDependency is pinned to it exactly). */
 export const WORKERD_VERSION: '1.20261117.1';
@@ -174,8 +174,11 @@ export interface CloudflareAdapter extends PlatformAdapter {
   deploy(): Promise<string>;
   /** Sets a worker's credential binding and redeploys; resolves to an undo (which redeploys too). */
   putSecret(name: string, value: string): Promise<() => Promise<void>>;
-  /** One run of a worker at a time, through its schedule object. */
+  /** One run of a worker at a time, through its PeekWorker object. */
   dispatch(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  /** Runs' api.log records are kept in the worker's PeekLog object. */
+  runLog(worker: string): RunLogKeeper | null;
+  readLogs(worker: string, query?: LogQuery): Promise<KeptLogs>;
   start(): Promise<void>;
   stop(): Promise<void>;
   close(): Promise<void>;

@@ -105,3 +105,30 @@ test.serial('the CLI runs the suite against workerd too: conformance --adapter w
   t.like(JSON.parse(stdout), { adapter: 'cloudflare-workerd', ok: true });
   t.regex(stderr, /^pass {2}assertion 10 the lifecycle/m);
 });
+
+test.serial('kept logs on workerd: every run’s api.log records, numbered, readable by run', async (t) => {
+  const host = createWorkerHost({ adapter });
+  const runs = [];
+  host.on('run', (e) => runs.push(e.run));
+  const probe = path.join(PROBES, 'probe-api.json');
+  const tag = `kept-${Date.now()}`;
+  await host.run(probe, { kind: 'command', name: 'probe-api', params: { tag } });
+  await host.run(probe, { kind: 'command', name: 'probe-api', params: { tag, throwIn: 'entry' } });
+  await host.close();
+  t.is(runs.length, 2);
+  t.is(runs[1], runs[0] + 1);
+  const all = await adapter.readLogs('probe-api', {});
+  t.is(all.runs, runs[1]);
+  const second = await adapter.readLogs('probe-api', { run: runs[1] });
+  t.deepEqual(
+    second.records.map((r) => [r.level, r.text.replace(/\d+ ms/, 'N ms')]),
+    [
+      ['run', `run ${runs[1]} started: command probe-api`],
+      ['info', `probe-api ${tag} initialize:command`],
+      ['info', `probe-api ${tag} entry`],
+      ['info', `probe-api ${tag} shutdown`],
+      ['run', 'run ended: failed in N ms: Error: entry failed'],
+    ],
+  );
+  t.deepEqual(await adapter.readLogs('nobody-ran-this', {}), { runs: 0, records: [] });
+});

@@ -14,6 +14,7 @@ const { resolveRef } = require('./manifest');
 const { codes, peekError, toPlainError } = require('./errors');
 const { makeRunContext } = require('./run-context');
 const { settingsReader } = require('./settings');
+const { RunLog } = require('./run-log');
 
 /** Between the signal aborting at the deadline and the kill: time for the abort to reach the run's process. */
 const ABORT_GRACE_MS = 200;
@@ -131,6 +132,7 @@ function createWorkerHost({ adapter, settings } = {}) {
     let timer = null;
     let outcome;
     let work = null;
+    let runLog = null;
     // Stops the run from outside its own code: the deadline, or close().
     let stop;
     const stopped = new Promise((_, reject) => {
@@ -150,6 +152,12 @@ function createWorkerHost({ adapter, settings } = {}) {
     };
     try {
       manifest = resolveRef(ref);
+      const keeper = adapter.runLog?.(manifest.name);
+      if (keeper) {
+        const name = manifest.name;
+        runLog = new RunLog(keeper, (err) => adapter.log({ level: 'error', worker: name, args: ['keeping the run’s log failed:', err?.message ?? String(err)] }));
+        runLog.start(describeTrigger(trigger));
+      }
       const max = adapter.declares.run.maxWallClockMs;
       const budget = Math.min(manifest.limits.wallClockMs ?? max, max);
       const deadline = started + budget;
@@ -187,6 +195,7 @@ function createWorkerHost({ adapter, settings } = {}) {
           log: (level, args) => {
             const record = { level, worker: name, args };
             adapter.log(record);
+            runLog?.add(level, args);
             events.emit('log', record);
           },
         });
@@ -233,17 +242,25 @@ function createWorkerHost({ adapter, settings } = {}) {
       if (!controller.signal.aborted) controller.abort(peekError(codes.CLOSED, 'the run has ended'));
     }
     const result = { ...outcome, ms: Date.now() - started };
+    const run = runLog === null ? null : await runLog.end(result);
     if (trigger.kind === 'command' && trigger.resultTopic !== undefined && !published.has(trigger.resultTopic)) {
       // The worker did not answer itself: the caller still hears how it went.
       const message = result.ok ? { ok: true, value: result.value, ms: result.ms } : { ok: false, error: toPlainError(result.error), ms: result.ms };
       await publish(trigger.resultTopic, message).catch((err) => adapter.log({ level: 'error', worker: manifest?.name ?? '?', args: ['publishing the result failed:', err.message] }));
     }
-    events.emit('run', { worker: manifest?.name ?? null, trigger, result });
+    events.emit('run', { worker: manifest?.name ?? null, trigger, result, run });
     return result;
   }
 
   adapter.attachHost?.(host);
   return host;
+}
+
+/** What started a run, in a line of its kept log. */
+function describeTrigger(t) {
+  if (t.kind === 'schedule') return `schedule, slot ${new Date(t.scheduledFor).toISOString()}`;
+  if (t.kind === 'wake') return `wake on ${t.topic}`;
+  return `command ${t.name}`;
 }
 
 module.exports = { createWorkerHost, HOLD_REPLY };

@@ -10,6 +10,7 @@
 //   readCredential    a text binding of the gateway (a secret), read by the host
 //   ensureSchedule    the schedule of the worker's PeekWorker Durable Object
 //   openChannel       hibernating WebSockets on the PeekHub Durable Object
+//   runLog, readLogs  the worker's PeekLog Durable Object (kept api.log records)
 //   the datastore     the embedded store's class as a Durable Object
 //
 // The adapter builds the deployment in `dir` and, unless given a `url`,
@@ -87,6 +88,13 @@ function cloudflareAdapter(options = {}) {
   const admin = (p, init = {}) => {
     alive();
     return fetch(`${url}${p}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${deployment.adminToken}` } });
+  };
+  /** An operation on a worker's PeekLog object, through the gateway. */
+  const logOp = async (name, op, args) => {
+    await ready();
+    const res = await admin(`/peek/logs/${encodeURIComponent(name)}`, { method: 'POST', body: wire.encode({ op, args }) });
+    if (!res.ok) throw new Error(`${name}: its kept log (${op}): workerd answered ${res.status}: ${await res.text()}`);
+    return wire.decode(await res.text());
   };
   const secrets = () => {
     const out = {};
@@ -298,6 +306,17 @@ function cloudflareAdapter(options = {}) {
       await ready();
       const res = await admin(`/peek/schedule/${encodeURIComponent(name)}`, { method: 'DELETE' });
       return res.json();
+    },
+
+    /** A run's api.log records go to the worker's PeekLog object. */
+    runLog(name) {
+      if (closed) return null;
+      return { begin: (what) => logOp(name, 'begin', [what]), append: (run, records) => logOp(name, 'append', [run, records]) };
+    },
+
+    /** A worker's kept records, oldest first: { runs, records: [{ seq, run, at, level, text }] }. */
+    readLogs(name, query = {}) {
+      return logOp(name, 'read', [query]);
     },
 
     /** Runs a worker through its PeekWorker object: one run of a worker at a time, whatever the triggers. */

@@ -107,11 +107,12 @@ function writeConfig(o) {
   const bindings = [
     '(name = "PEEK_HUB", durableObjectNamespace = "PeekHub")',
     '(name = "PEEK_WORKER", durableObjectNamespace = "PeekWorkerObject")',
+    '(name = "PEEK_LOG", durableObjectNamespace = "PeekLogObject")',
     '(name = "PEEK_STORE", durableObjectNamespace = "PeekStoreObject")',
     ...ws.map(([, w]) => `(name = ${q(w.binding)}, service = ${q(w.service)})`),
     ...Object.entries(text).map(([k, v]) => `(name = ${q(k)}, text = ${q(v)})`),
   ];
-  const ns = ['PeekHub', 'PeekWorkerObject', 'PeekStoreObject'].map((c) => `(className = ${q(c)}, uniqueKey = ${q(`durable-workers-peek:${c}`)}, enableSql = true)`);
+  const ns = ['PeekHub', 'PeekWorkerObject', 'PeekLogObject', 'PeekStoreObject'].map((c) => `(className = ${q(c)}, uniqueKey = ${q(`durable-workers-peek:${c}`)}, enableSql = true)`);
   const services = ws.map(
     ([name, w]) =>
       `    # ${name}\n    (name = ${q(w.service)}, worker = (modules = [(name = "entry.mjs", esModule = embed ${q(`workers/${w.service}/entry.mjs`)}), (name = "realm.mjs", esModule = embed "realm.mjs"), (name = "factory.mjs", esModule = embed ${q(`workers/${w.service}/factory.mjs`)})], compatibilityDate = ${q(COMPATIBILITY_DATE)}, globalOutbound = "internet")),`,

@@ -14,6 +14,9 @@
 //                 backoff (not the platform's six retries), and one run of
 //                 the worker at a time (schedules and dispatched commands
 //                 alike). Its runs go to the host through the hub.
+//   PeekLog       one object per Peek worker: its runs' kept api.log records
+//                 (../../peek/log-keeper.js, toDurableObject), written and read
+//                 by the host at /peek/logs/<name>.
 //   the store     the embedded store's PeekStore class, unchanged, as a
 //                 Durable Object (toDurableObject), reached at
 //                 POST /datastore/<method> with the worker's credential.
@@ -27,10 +30,13 @@ const { hostOf } = require('../calls');
 const { PeekStore } = require('../../peek/store-embedded');
 const { STORE_METHODS } = require('../../peek/store-methods');
 const { peekWorkerClass } = require('../../peek/schedule-worker');
+const { PeekLog } = require('../../peek/log-keeper');
 const { matches } = require('../../peek/topics');
 const { PING_PATH } = require('../ready');
 
 const CREDENTIAL_PREFIX = 'PEEK_CREDENTIAL_';
+/** What the host may ask of a worker's PeekLog. */
+const LOG_OPS = new Set(['begin', 'append', 'read']);
 
 const json = (v, status = 200) => new Response(JSON.stringify(v), { status, headers: { 'content-type': 'application/json' } });
 const bearer = (request) => /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? null;
@@ -61,6 +67,7 @@ function gateway({ DurableObject, toDurableObject, env }) {
   return {
     PeekHub: hubClass(DurableObject, workerOf),
     PeekWorkerObject: toDurableObject(PeekWorker, { binding: 'PEEK_WORKER' }),
+    PeekLogObject: toDurableObject(PeekLog, { binding: 'PEEK_LOG' }),
     fetch: (request, env) => fetchHandler(request, env, workerOf),
   };
 }
@@ -96,6 +103,17 @@ async function fetchHandler(request, env, workerOf) {
       if (request.method === 'PUT') return json(await w.setSchedule(await request.json()));
       if (request.method === 'DELETE') return json(await w.cancelSchedule());
       return json(await w.schedule());
+    }
+    case 'logs': {
+      const { op, args } = wire.decode(await request.text());
+      if (request.method !== 'POST' || !LOG_OPS.has(op) || !Array.isArray(args)) return new Response('not a log operation', { status: 400 });
+      return new Response(
+        wire.encode(
+          await hostOf(env)
+            .get(PeekLog, name)
+            [op](...args),
+        ),
+      );
     }
     case 'dispatch': {
       const body = wire.decode(await request.text());

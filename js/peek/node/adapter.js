@@ -11,6 +11,9 @@ const { refuseRunHeldPort } = require('./port-holder');
 const { MAX_IN_FLIGHT } = require('./fetch-relay');
 const { NodeRealm } = require('./realm');
 const { peekWorkerClass } = require('../schedule-worker');
+const { PeekLog, readKept } = require('../log-keeper');
+const { register } = require('../../control/operations');
+const { DurableError, codes: durableCodes } = require('../../api/errors');
 const { PeekStore, embeddedStore } = require('../store-embedded');
 const { remoteStore } = require('../store-remote');
 const { credentialReader, credentialEnvName } = require('../credentials');
@@ -139,6 +142,18 @@ function nodeAdapter(options = {}) {
       return (await workerStub(name)).cancelSchedule();
     },
 
+    /** Where a run's api.log records are kept: a PeekLog worker in `dir` (none without one). */
+    runLog(name) {
+      if (o.dir === undefined || closed) return null;
+      const keeper = async () => (await durableHost()).get(PeekLog, name);
+      return { begin: async (what) => (await keeper()).begin(what), append: async (run, records) => (await keeper()).append(run, records) };
+    },
+
+    /** A worker's kept records, oldest first: { runs, records: [{ seq, run, at, level, text }] }. */
+    async readLogs(name, query) {
+      return readKept(await durableHost(), name, query);
+    },
+
     /** Every stored schedule: { name, spec, manifestPath, next }. */
     async schedules() {
       const d = await durableHost();
@@ -261,5 +276,11 @@ function checkOptions(options) {
     log: common.log,
   };
 }
+
+// `durable-workers peek logs` asks the process serving the directory.
+register('peek.logs', (host, params) => {
+  if (typeof params.worker !== 'string' || params.worker.length === 0) throw new DurableError(durableCodes.CONTROL, 'params.worker must be a Peek worker’s name');
+  return readKept(host, params.worker, { run: params.run, after: params.after, limit: params.limit });
+});
 
 module.exports = { nodeAdapter, PeekStore };

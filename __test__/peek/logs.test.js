@@ -1,0 +1,121 @@
+'use strict';
+// Kept logs on the Node adapter: every run's api.log records, numbered run by
+// run, on disk in the adapter's directory (a PeekLog worker per Peek worker),
+// bounded, and readable back through the adapter, the control socket of the
+// process serving the directory, and `peek logs`.
+const test = require('ava');
+const path = require('node:path');
+const { spawnSync, spawn } = require('node:child_process');
+const { createWorkerHost, nodeAdapter } = require('durable-workers/peek');
+const { connect } = require('../../js/control/client');
+const { MAX_RECORDS } = require('../../js/peek/log-keeper');
+const { worker } = require('../helpers/peek');
+const { tmpDir } = require('../helpers/tmp');
+const { until } = require('../helpers/poll');
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'durable-workers.js');
+const LOGGER = `export default async (api, ctx) => {
+  const { n = 1, fail = false, tag = '' } = ctx.trigger.params ?? {};
+  for (let i = 0; i < n; i++) api.log(tag, i, { nested: [i] });
+  api.log.warn('last of', tag);
+  if (fail) throw new Error('failing on purpose');
+  return n;
+};`;
+
+function open(t, dir) {
+  const adapter = nodeAdapter({ dir, sandbox: 'off', log: () => {} });
+  const host = createWorkerHost({ adapter });
+  t.teardown(async () => {
+    await host.close();
+    await adapter.close();
+  });
+  return { adapter, host };
+}
+
+const go = (params) => ({ kind: 'command', name: 'logger', params });
+
+test.serial('every run’s records are kept on disk, numbered, with where each run started and how it ended', async (t) => {
+  const dir = tmpDir(t);
+  const m = worker(dir, 'logger', LOGGER, { capabilities: { log: {} } });
+  const state = path.join(dir, 'state');
+  const first = open(t, state);
+  const numbers = [];
+  first.host.on('run', (e) => numbers.push(e.run));
+  await first.host.run(m, go({ n: 2, tag: 'a' }));
+  await first.host.run(m, go({ n: 1, tag: 'b', fail: true }));
+  t.deepEqual(numbers, [1, 2]);
+  await first.host.close();
+  await first.adapter.close();
+
+  // Another process's adapter over the same directory: the records survived.
+  const again = open(t, state);
+  const all = await again.adapter.readLogs('logger', {});
+  t.is(all.runs, 2);
+  t.deepEqual(
+    all.records.map((r) => [r.seq, r.run, r.level, r.text.replace(/\d+ ms/, 'N ms')]),
+    [
+      [1, 1, 'run', 'run 1 started: command logger'],
+      [2, 1, 'info', 'a 0 { nested: [ 0 ] }'],
+      [3, 1, 'info', 'a 1 { nested: [ 1 ] }'],
+      [4, 1, 'warn', 'last of a'],
+      [5, 1, 'run', 'run ended: ok in N ms'],
+      [6, 2, 'run', 'run 2 started: command logger'],
+      [7, 2, 'info', 'b 0 { nested: [ 0 ] }'],
+      [8, 2, 'warn', 'last of b'],
+      [9, 2, 'run', 'run ended: failed in N ms: Error: failing on purpose'],
+    ],
+  );
+  t.true(all.records.every((r) => typeof r.at === 'number' && r.at > 0));
+  t.deepEqual(
+    (await again.adapter.readLogs('logger', { run: 2 })).records.map((r) => r.seq),
+    [6, 7, 8, 9],
+  );
+  t.deepEqual(
+    (await again.adapter.readLogs('logger', { after: 7 })).records.map((r) => r.seq),
+    [8, 9],
+  );
+  t.deepEqual(await again.adapter.readLogs('never-ran', {}), { runs: 0, records: [] });
+});
+
+test.serial(`bounded: a worker keeps its newest ${MAX_RECORDS} records or a batch more, oldest pruned`, async (t) => {
+  const dir = tmpDir(t);
+  const m = worker(dir, 'logger', LOGGER, { capabilities: { log: {} } });
+  const { host, adapter } = open(t, path.join(dir, 'state'));
+  for (const tag of ['r1', 'r2', 'r3']) {
+    const r = await host.run(m, go({ n: 900, tag }));
+    t.true(r.ok, r.error?.message);
+  }
+  const got = await adapter.readLogs('logger', { limit: 5000 });
+  t.true(got.records.length <= MAX_RECORDS + 200, `${got.records.length} kept`);
+  t.true(got.records.length >= MAX_RECORDS, `${got.records.length} kept`);
+  t.is(got.records.at(-1).text.replace(/\d+ ms/, 'N ms'), 'run ended: ok in N ms');
+  t.is(got.records.at(-1).run, 3);
+  t.false(
+    got.records.some((r) => r.run === 1 && r.level === 'run' && r.text.startsWith('run 1 started')),
+    'the oldest records are gone',
+  );
+  const seqs = got.records.map((r) => r.seq);
+  t.deepEqual(
+    seqs,
+    [...seqs].sort((a, b) => a - b),
+  );
+  t.is(seqs.at(-1) - seqs[0] + 1, seqs.length, 'what is kept is the newest, without holes');
+});
+
+test.serial('the control socket of the process serving the directory answers peek.logs; bad params get ERR_DURABLE_CONTROL', async (t) => {
+  const dir = tmpDir(t);
+  const m = worker(dir, 'logger', LOGGER, { capabilities: { log: {} } });
+  const state = path.join(dir, 'state');
+  const { host, adapter } = open(t, state);
+  await host.run(m, go({ n: 1, tag: 'sock' }));
+  await adapter.schedules(); // opens the directory, which serves the socket
+  const client = await connect(state);
+  t.teardown(() => client.close());
+  const got = await client.request('peek.logs', { worker: 'logger', run: 1 });
+  t.is(got.runs, 1);
+  t.deepEqual(
+    got.records.map((r) => r.level),
+    ['run', 'info', 'warn', 'run'],
+  );
+  await t.throwsAsync(client.request('peek.logs', {}), { code: 'ERR_DURABLE_CONTROL', message: /params\.worker must be a Peek worker’s name/ });
+});
