@@ -180,9 +180,46 @@ export interface PlatformAdapter {
   log(record: LogRecord): void;
   attachHost?(host: WorkerHost): void;
   dispatch?(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
+  /** Where a run's api.log records are kept (null: not kept). The host numbers the run with `begin` and sends its records in batches. */
+  runLog?(worker: string): RunLogKeeper | null;
+  /** A worker's kept records, oldest first. */
+  readLogs?(worker: string, query?: LogQuery): Promise<KeptLogs>;
   start?(): Promise<void>;
   stop?(): Promise<void>;
   close?(): Promise<void>;
+}
+
+export interface RunLogKeeper {
+  /** Numbers a new run; `what` (what started it) is its first record. */
+  begin(what: string): Promise<number>;
+  append(run: number, records: { level: KeptRecord['level']; at: number; text: string }[]): Promise<void>;
+}
+
+export interface LogQuery {
+  /** Only this run's records. */
+  run?: number;
+  /** Records after this sequence number (0: from the oldest kept). */
+  after?: number;
+  /** At most this many (default 1000, at most 5000). */
+  limit?: number;
+}
+
+export interface KeptRecord {
+  /** Per worker, increasing: where --follow resumes. */
+  seq: number;
+  run: number;
+  /** Epoch ms. */
+  at: number;
+  /** 'run': where a run started and how it ended. */
+  level: 'info' | 'warn' | 'error' | 'run';
+  /** The record's arguments as one line, at most 2,048 characters. */
+  text: string;
+}
+
+export interface KeptLogs {
+  /** How many runs the worker has had (0: none kept here). */
+  runs: number;
+  records: KeptRecord[];
 }
 
 export interface LogRecord {
@@ -195,6 +232,8 @@ export interface RunEvent {
   worker: string | null;
   trigger: Trigger;
   result: RunResult;
+  /** The run's number in its worker's kept log, or null (not kept: no directory, or keeping failed). */
+  run: number | null;
 }
 
 export interface WorkerHost {
@@ -256,6 +295,8 @@ export interface NodeAdapter extends PlatformAdapter {
   attachHost(host: WorkerHost): void;
   dispatch(ref: WorkerRef, trigger: Trigger): Promise<RunResult>;
   schedules(): Promise<{ name: string; spec: string; manifestPath: string; next: number | null }[]>;
+  runLog(worker: string): RunLogKeeper | null;
+  readLogs(worker: string, query?: LogQuery): Promise<KeptLogs>;
   start(): Promise<void>;
   stop(): Promise<void>;
   close(): Promise<void>;
@@ -307,6 +348,27 @@ export function loadManifest(manifestPath: string): Manifest;
 export function parseSchedule(spec: string, field?: string): number;
 export function credentialEnvName(name: string, prefix?: string): string;
 export function createSupervisor(options: { dir: string; adapter: NodeAdapter; host: WorkerHost; log?: (record: LogRecord) => void }): Supervisor;
+
+/** What the worker linter found: one construct, where it is, why it will not run the same on every Peek host, and what to use instead. */
+export interface LintFinding {
+  readonly rule: 'node-import' | 'module-timer' | 'window' | 'eval' | 'ungranted-api' | 'parse';
+  /** 'error': it fails on the Node host too (a refused module, a file that does not parse); 'warning': it is not portable. */
+  readonly severity: 'error' | 'warning';
+  /** Relative to the manifest's directory, with '/' separators. */
+  readonly file: string;
+  /** 1-based. */
+  readonly line: number;
+  /** 1-based. */
+  readonly column: number;
+  readonly message: string;
+  readonly hint: string;
+}
+/**
+ * Lints a worker's own files (its module graph from worker.url; packages
+ * under node_modules are not read). Throws ERR_PEEK_MANIFEST for a manifest
+ * that does not load. `durable-workers peek lint` prints the same.
+ */
+export function lintWorker(manifestPath: string): LintFinding[];
 
 export type PeekErrorCode =
   | 'ERR_PEEK_MANIFEST'

@@ -9,7 +9,7 @@ const { spawnSync, spawn } = require('node:child_process');
 const { createWorkerHost, nodeAdapter } = require('durable-workers/peek');
 const { connect } = require('../../js/control/client');
 const { MAX_RECORDS } = require('../../js/peek/log-keeper');
-const { worker } = require('../helpers/peek');
+const { worker, serve, runCli } = require('../helpers/peek');
 const { tmpDir } = require('../helpers/tmp');
 const { until } = require('../helpers/poll');
 
@@ -118,4 +118,79 @@ test.serial('the control socket of the process serving the directory answers pee
     ['run', 'info', 'warn', 'run'],
   );
   await t.throwsAsync(client.request('peek.logs', {}), { code: 'ERR_DURABLE_CONTROL', message: /params\.worker must be a Peek worker’s name/ });
+});
+
+const cli = (...args) => spawnSync(process.execPath, [BIN, 'peek', ...args], { encoding: 'utf8', timeout: 60_000 });
+
+test.serial('the CLI: peek run numbers its runs and takes --settings; peek logs reads the directory, one run with --run, escaping what a worker logged', async (t) => {
+  const dir = tmpDir(t);
+  const state = path.join(dir, 'state');
+  const m = worker(
+    dir,
+    'logger',
+    `export default async (api, ctx) => { api.log('greeting', api.settings.greeting, ctx.trigger.params?.tag ?? ''); api.log('\\u001b[2Jcleared?\\nsecond line'); return api.settings.greeting; };`,
+    { settings: { greeting: 'hello' }, capabilities: { log: {} } },
+  );
+  const settings = path.join(dir, 'settings.json');
+  require('node:fs').writeFileSync(settings, JSON.stringify({ logger: { greeting: 'from the operator' } }));
+  const first = await runCli(m, ['--state', state, '--trigger', 'command:go', '--params', '{"tag":"one"}', '--settings', settings]);
+  t.is(first.code, 0, first.stderr);
+  t.like(first.run, { run: 1, ok: true, value: 'from the operator' });
+  const second = await runCli(m, ['--state', state]);
+  t.like(second.run, { run: 2, value: 'hello' });
+
+  const all = cli('logs', 'logger', '--state', state);
+  t.is(all.status, 0, all.stderr);
+  const lines = all.stdout.trim().split('\n');
+  t.is(lines.length, 8);
+  t.regex(lines[0], /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}run 1 {2}run {4}run 1 started: command go$/);
+  t.regex(lines[1], /run 1 {2}info {3}greeting from the operator one$/);
+  t.true(lines[2].endsWith('info   \\u001b[2Jcleared?\\u000asecond line'), lines[2]);
+  t.false(all.stdout.includes('\u001b'), 'no escape character reaches the terminal');
+  t.regex(lines[7], /run 2 {2}run {4}run ended: ok in \d+ ms$/);
+
+  const one = cli('logs', 'logger', '--state', state, '--run', '2', '--json');
+  t.deepEqual(
+    one.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).run),
+    [2, 2, 2, 2],
+  );
+  const none = cli('logs', 'nobody', '--state', state);
+  t.is(none.status, 0);
+  t.regex(none.stderr, /no runs of nobody are kept in /);
+  const bad = cli('logs', 'logger', '--state', path.join(dir, 'not-there'));
+  t.is(bad.status, 2);
+  t.regex(bad.stderr, /is not a Peek state directory/);
+  t.is(cli('logs', 'logger', '--run', 'zero').status, 2);
+});
+
+test.serial('peek logs --follow, while peek serve owns the directory: asks it over the control socket and prints each run as it is kept', async (t) => {
+  t.timeout(60_000);
+  const dir = tmpDir(t);
+  const workers = path.join(dir, 'workers');
+  require('node:fs').mkdirSync(workers);
+  worker(workers, 'ticker', `export default async (api, ctx) => { api.log('tick for', ctx.trigger.kind); };`, { schedule: 'every 1s', capabilities: { log: {} } });
+  const state = path.join(dir, 'state');
+  const server = serve(t, workers, ['--state', state]);
+  await until(
+    () => server.lines.some((l) => l.event === 'run'),
+    20_000,
+    () => `a run of peek serve; it said: ${server.stderr()}`,
+  );
+  const follow = spawn(process.execPath, [BIN, 'peek', 'logs', 'ticker', '--state', state, '--follow'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => follow.kill('SIGKILL'));
+  let out = '';
+  follow.stdout.on('data', (d) => (out += d));
+  const runs = () => new Set([...out.matchAll(/run (\d+) {2}run {4}run ended/g)].map((m) => m[1]));
+  await until(
+    () => runs().size >= 3,
+    20_000,
+    () => `three runs followed; got: ${out}`,
+  );
+  t.true(runs().size >= 3, out);
+  t.regex(out, /info {3}tick for schedule/);
+  // It was the owner that answered: the directory is locked by peek serve.
+  t.is(server.proc.exitCode, null);
 });

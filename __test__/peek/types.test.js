@@ -40,7 +40,9 @@ async function main(): Promise<void> {
   const m: Manifest = loadManifest('manifest.json');
   const r: RunResult = await host.run(m, { kind: 'command', name: 'go', params: { n: 1 } });
   if (!r.ok) { const c: string | undefined = r.error.code; void c; }
-  host.on('run', (e) => e.result.ms);
+  host.on('run', (e) => e.result.ms + (e.run ?? 0));
+  const kept = await adapter.readLogs('hello', { run: 1, after: 0, limit: 10 });
+  for (const r of kept.records) { const l: 'info' | 'warn' | 'error' | 'run' = r.level; void [l, r.seq, r.run, r.at, r.text.length, kept.runs]; }
   const d: AdapterDeclaration = adapter.declares;
   const iso: 'isolate-per-worker' | 'process-per-run' | 'shared-process' = d.isolation;
   await adapter.ensureSchedule(m, 'every 15m');

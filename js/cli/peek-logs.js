@@ -6,6 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { parse, UsageError } = require('./args');
+const { printable } = require('./top-view');
 
 const help = `usage: durable-workers peek logs <worker> [--state <dir>] [--run <n>] [--follow] [--json]
 
@@ -47,9 +48,10 @@ async function readFrom(dir, worker, query) {
   }
 }
 
+/** A record as a line. What a worker logged is shown with its control characters escaped: it cannot move the cursor or hide a line. */
 function format(r, json) {
   if (json) return JSON.stringify(r);
-  return `${new Date(r.at).toISOString()}  run ${r.run}  ${r.level.padEnd(5)}  ${r.text}`;
+  return `${new Date(r.at).toISOString()}  run ${r.run}  ${r.level.padEnd(5)}  ${printable(r.text)}`;
 }
 
 async function logs(args, io) {

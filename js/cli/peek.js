@@ -1,7 +1,9 @@
 'use strict';
-// `durable-workers peek run <manifest>` and `durable-workers peek serve <dir>`.
+// `durable-workers peek run <manifest>`, `durable-workers peek serve <dir>`,
+// `durable-workers peek lint <manifest>` and `durable-workers peek logs <worker>`.
 const path = require('node:path');
 const { parse, withUsage, intOption, UsageError } = require('./args');
+const { logs, logsHelp } = require('./peek-logs');
 
 const COMMON = `  --state <dir>          where schedules and the embedded store live
   --credentials <file>   JSON { "<worker>": "<credential>" }, mode 600
@@ -19,6 +21,13 @@ const COMMON = `  --state <dir>          where schedules and the embedded store 
                          credentials file (needs root)
   --store-url <url>      use a remote HTTP store instead of the embedded one
   --memory-mb <n>        memory ceiling of a run's process (default 128)
+  --settings <file>      the operator's values for the workers' settings,
+                         { "<worker>": { "<setting>": value } }, read at
+                         every run (docs/peek.md)
+  --target <t>           node (default) or container: what the adapter
+                         declares (the image runs peek serve --target container)
+  --strict               refuse to run (exit 1) if the worker linter has
+                         findings; without it they are printed to stderr
   --json                 print JSON (one object per line for serve)`;
 
 const runHelp = `usage: durable-workers peek run <manifest.json> [--trigger <t>] [--params <json>] [options]
@@ -42,12 +51,34 @@ time. Prints each run and log record. Stops on SIGINT or SIGTERM.
   --state <dir>          default: <dir>/.peek-state
 ${COMMON.split('\n').slice(1).join('\n')}`;
 
-const help = `usage: durable-workers peek <run|serve> …
+const lintHelp = `usage: durable-workers peek lint <manifest.json> [--strict] [--json]
+
+Reads the worker's own files (its module graph, from worker.url; packages
+under node_modules are named, not read) and prints what will not run the
+same on every Peek host, one line each: file:line:column rule message (hint).
+
+  node-import    an import or require() of a Node built-in (node:fs, http, …)
+  module-timer   setTimeout / setInterval at module level
+  window         window used for anything but window.app
+  eval           eval(), new Function(), a timer given a string of code
+  ungranted-api  api.<namespace> the manifest does not grant
+  parse          a file that does not parse
+
+Exit 0 when there are no findings, or only warnings; 1 when there is an
+error (a module every host refuses, a file that does not parse), or any
+finding with --strict; 2 on a usage error.
+
+  --strict               exit 1 on any finding
+  --json                 print the findings as a JSON array`;
+
+const help = `usage: durable-workers peek <run|serve|lint|logs> …
 
   peek run <manifest.json>     run a worker once
   peek serve <dir>             the resident supervisor
+  peek lint <manifest.json>    what in a worker will not run on every host
+  peek logs <worker>           the kept api.log records of its runs
 
-durable-workers peek run --help, durable-workers peek serve --help for options.`;
+durable-workers peek <run|serve|lint|logs> --help for options.`;
 
 const optionSpec = {
   state: { type: 'string' },
@@ -56,6 +87,9 @@ const optionSpec = {
   'memory-mb': { type: 'string' },
   'run-as': { type: 'string' },
   sandbox: { type: 'string' },
+  settings: { type: 'string' },
+  target: { type: 'string' },
+  strict: { type: 'boolean' },
   json: { type: 'boolean' },
 };
 
@@ -91,9 +125,18 @@ async function adapterOptions(values, defaultState, log, io) {
     store: values['store-url'] ? { remoteUrl: values['store-url'] } : undefined,
     memoryMb: intOption(values, 'memory-mb'),
     sandbox: sandboxMode(values.sandbox),
+    target: targetOf(values.target),
     log,
   };
 }
+
+function targetOf(spec) {
+  if (spec === undefined || spec === 'node' || spec === 'container') return spec;
+  throw new UsageError(`--target ${spec}: use node or container`);
+}
+
+/** The host's settings source: --settings <file>, read at every run. */
+const hostOptions = (values) => (values.settings === undefined ? {} : { settings: path.resolve(values.settings) });
 
 function printer(io, json) {
   const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -101,9 +144,10 @@ function printer(io, json) {
     log: (r) => (json ? io.stdout.write(`${JSON.stringify({ event: 'log', ...r })}\n`) : io.stderr.write(`[${r.worker}] ${r.level}: ${r.args.map(text).join(' ')}\n`)),
     run: (e) => {
       const r = e.result;
-      const line = { event: 'run', worker: e.worker, trigger: e.trigger, ok: r.ok, ms: r.ms, ...(r.ok ? { value: r.value } : { error: { code: r.error.code, message: r.error.message } }) };
+      const line = { event: 'run', worker: e.worker, run: e.run, trigger: e.trigger, ok: r.ok, ms: r.ms, ...(r.ok ? { value: r.value } : { error: { code: r.error.code, message: r.error.message } }) };
+      const number = e.run === null ? '' : ` run ${e.run}`;
       io.stdout.write(
-        json ? `${JSON.stringify(line)}\n` : `${e.worker} ${e.trigger.kind} ${r.ok ? 'ok' : 'FAILED'} in ${r.ms} ms: ${r.ok ? text(r.value) : `${r.error.code ?? ''} ${r.error.message}`}\n`,
+        json ? `${JSON.stringify(line)}\n` : `${e.worker}${number} ${e.trigger.kind} ${r.ok ? 'ok' : 'FAILED'} in ${r.ms} ms: ${r.ok ? text(r.value) : `${r.error.code ?? ''} ${r.error.message}`}\n`,
       );
     },
   };
@@ -133,10 +177,11 @@ async function runOnce(args, io) {
   const trigger = parseTrigger(values.trigger, params);
   const { nodeAdapter, createWorkerHost, loadManifest } = require('../peek');
   const manifest = loadManifest(positionals[0]);
+  if (!lintBeforeRun([manifest], values.strict, io)) return 1;
   const print = printer(io, values.json);
   // One run needs no spare waiting behind it.
   const adapter = nodeAdapter({ ...(await adapterOptions(values, path.join(manifest.dir, '.peek-state'), print.log, io)), warm: false });
-  const host = createWorkerHost({ adapter });
+  const host = createWorkerHost({ adapter, ...hostOptions(values) });
   host.on('run', print.run);
   try {
     const result = await host.run(manifest.manifestPath, trigger);
@@ -152,10 +197,18 @@ async function serve(args, io) {
   if (positionals.length !== 1) throw new UsageError('peek serve takes one directory of manifests');
   sandboxMode(values.sandbox);
   const dir = path.resolve(positionals[0]);
+  // The manifests there now; one added later is linted by no one but `peek lint`.
+  let found = [];
+  try {
+    found = require('../peek/supervisor').scanManifests(dir).manifests;
+  } catch {
+    // A directory that cannot be read is the supervisor's to report.
+  }
+  if (!lintBeforeRun(found, values.strict, io)) return 1;
   const { nodeAdapter, createWorkerHost, createSupervisor } = require('../peek');
   const print = printer(io, values.json);
   const adapter = nodeAdapter({ ...(await adapterOptions(values, path.join(dir, '.peek-state'), print.log, io)), channelUrl: values.channel });
-  const host = createWorkerHost({ adapter });
+  const host = createWorkerHost({ adapter, ...hostOptions(values) });
   host.on('run', print.run);
   const supervisor = createSupervisor({ dir, adapter, host, log: print.log });
   // Listening before start: a signal during start still closes cleanly.
@@ -174,9 +227,50 @@ async function serve(args, io) {
   return 0;
 }
 
+/**
+ * Prints each manifest's lint findings to stderr, one line each, prefixed
+ * with the worker's name. Returns false when `strict` and there are any:
+ * the caller then runs nothing.
+ */
+function lintBeforeRun(manifests, strict, io) {
+  const { lintReport, formatFinding } = require('../peek/lint');
+  let total = 0;
+  for (const manifest of manifests) {
+    let findings;
+    try {
+      findings = lintReport(manifest).findings;
+    } catch (err) {
+      // The linter is advice: a worker it cannot read still runs (and fails on its own terms).
+      io.stderr.write(`[${manifest.name}] lint: could not lint: ${err.message}\n`);
+      continue;
+    }
+    for (const f of findings) io.stderr.write(`[${manifest.name}] lint ${f.severity}: ${formatFinding(f)}\n`);
+    total += findings.length;
+  }
+  if (strict && total > 0) {
+    io.stderr.write(`refusing to run: ${total} lint finding${total === 1 ? '' : 's'} (--strict); durable-workers peek lint <manifest.json> lists them\n`);
+    return false;
+  }
+  return true;
+}
+
+async function lint(args, io) {
+  const { values, positionals } = parse(args, { strict: { type: 'boolean' }, json: { type: 'boolean' } });
+  if (positionals.length !== 1) throw new UsageError('peek lint takes one manifest');
+  const { lintReport, formatFinding, formatSummary } = require('../peek/lint');
+  const report = lintReport(positionals[0]);
+  if (values.json) io.stdout.write(`${JSON.stringify(report.findings, null, 2)}\n`);
+  else {
+    for (const f of report.findings) io.stdout.write(`${formatFinding(f)}\n`);
+    io.stdout.write(`${report.manifest.name}: ${formatSummary(report)}\n`);
+  }
+  const failing = values.strict ? report.findings : report.findings.filter((f) => f.severity === 'error');
+  return failing.length > 0 ? 1 : 0;
+}
+
 async function run(args, io) {
   const [sub, ...rest] = args;
-  const pick = { run: [runOnce, runHelp], serve: [serve, serveHelp] }[sub];
+  const pick = { run: [runOnce, runHelp], serve: [serve, serveHelp], lint: [lint, lintHelp], logs: [logs, logsHelp] }[sub];
   if (pick === undefined) {
     io.stderr.write(`${sub === undefined ? 'peek needs a subcommand' : `unknown peek subcommand ${JSON.stringify(sub)}`}\n\n${help}\n`);
     return 2;
@@ -200,4 +294,4 @@ async function run(args, io) {
   });
 }
 
-module.exports = { name: 'peek', summary: 'run Peek workers: peek run <manifest>, peek serve <dir>', help, run };
+module.exports = { name: 'peek', summary: 'run Peek workers: peek run <manifest>, peek serve <dir>, peek lint <manifest>, peek logs <worker>', help, run };

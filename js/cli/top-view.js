@@ -129,4 +129,4 @@ function frame(prev, cur, { columns, rows, interval }) {
   return lines.slice(0, Math.max(1, rows - 1)).map((l) => clip(l, columns));
 }
 
-module.exports = { frame, record, rates, quote };
+module.exports = { frame, record, rates, quote, printable };

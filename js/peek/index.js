@@ -10,5 +10,6 @@ const { credentialEnvName } = require('./credentials');
 const { runConformance } = require('./conformance');
 const { createSupervisor } = require('./supervisor');
 const { codes } = require('./errors');
+const { lintWorker } = require('./lint');
 
-module.exports = { createWorkerHost, nodeAdapter, runConformance, loadManifest, parseSchedule, credentialEnvName, createSupervisor, codes };
+module.exports = { createWorkerHost, nodeAdapter, runConformance, loadManifest, parseSchedule, credentialEnvName, createSupervisor, lintWorker, codes };

@@ -107,13 +107,8 @@ async function fetchHandler(request, env, workerOf) {
     case 'logs': {
       const { op, args } = wire.decode(await request.text());
       if (request.method !== 'POST' || !LOG_OPS.has(op) || !Array.isArray(args)) return new Response('not a log operation', { status: 400 });
-      return new Response(
-        wire.encode(
-          await hostOf(env)
-            .get(PeekLog, name)
-            [op](...args),
-        ),
-      );
+      const log = hostOf(env).get(PeekLog, name);
+      return new Response(wire.encode(await log[op](...args)));
     }
     case 'dispatch': {
       const body = wire.decode(await request.text());

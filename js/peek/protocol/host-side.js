@@ -354,7 +354,7 @@ class RealmClient {
 
 /** What the realm checks registrations against (./lifecycle.js): the topics and commands the manifest grants. */
 function grantsOf(manifest) {
-  return { topics: [...(manifest.capabilities.pubsub?.subscribe ?? [])], commands: manifest.commandsDeclared ? [...manifest.commands] : [] };
+  return { topics: [...(manifest.capabilities?.pubsub?.subscribe ?? [])], commands: manifest.commandsDeclared ? [...manifest.commands] : [] };
 }
 
 module.exports = { RealmClient };
