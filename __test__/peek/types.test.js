@@ -8,8 +8,15 @@ const { execFileSync } = require('node:child_process');
 const { tmpDir } = require('../helpers/tmp');
 
 const USAGE = `
-import { createWorkerHost, nodeAdapter, runConformance, loadManifest, codes } from 'durable-workers/peek';
-import type { WorkerEntry, RunResult, AdapterDeclaration, Manifest, PeekErrorCode } from 'durable-workers/peek';
+import { createWorkerHost, nodeAdapter, runConformance, loadManifest, codes, lintWorker } from 'durable-workers/peek';
+import type { WorkerEntry, RunResult, AdapterDeclaration, Manifest, PeekErrorCode, LintFinding } from 'durable-workers/peek';
+
+const findings: LintFinding[] = lintWorker('manifest.json');
+for (const f of findings) {
+  const rule: 'node-import' | 'module-timer' | 'window' | 'eval' | 'ungranted-api' | 'parse' = f.rule;
+  const at: string = \`\${f.file}:\${f.line}:\${f.column} \${f.severity === 'error' ? 'error' : 'warning'} \${f.message} (\${f.hint})\`;
+  void rule; void at;
+}
 
 export const hello: WorkerEntry = async (api, ctx) => {
   api.log?.('hi', ctx?.trigger.kind);
