@@ -173,7 +173,8 @@ export interface PlatformAdapter {
   readCredential(manifest: Manifest): Promise<string | undefined>;
   credentialHint?(manifest: Manifest): string;
   openStore(manifest: Manifest, credential: string): Promise<Store>;
-  openRealm(manifest: Manifest, run: { deadline: number; signal: AbortSignal }): Promise<RunRealm>;
+  /** `hidden`: host files the run must not see (the settings file), kept out of a sandbox. */
+  openRealm(manifest: Manifest, run: { deadline: number; signal: AbortSignal; hidden?: readonly string[] }): Promise<RunRealm>;
   ensureSchedule(ref: WorkerRef, spec: string): Promise<{ changed: boolean; next: number }>;
   cancelSchedule(ref: WorkerRef): Promise<boolean>;
   openChannel(subscription: { topics: readonly string[] }, onMessage: (m: ChannelMessage) => void): Promise<Channel>;

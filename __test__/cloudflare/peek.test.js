@@ -127,6 +127,7 @@ test.serial('kept logs on workerd: every run’s api.log records, numbered, read
       ['info', `probe-api ${tag} initialize:command`],
       ['info', `probe-api ${tag} entry`],
       ['info', `probe-api ${tag} shutdown`],
+      ['info', `probe-api ${tag} shutdown-wait`],
       ['run', 'run ended: failed in N ms: Error: entry failed'],
     ],
   );

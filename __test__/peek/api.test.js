@@ -9,6 +9,7 @@ const path = require('node:path');
 const { createWorkerHost, nodeAdapter, loadManifest, codes } = require('durable-workers/peek');
 const { worker, command, FORGE } = require('../helpers/peek');
 const { tmpDir } = require('../helpers/tmp');
+const { until } = require('../helpers/poll');
 
 function hostWith(t, settings) {
   const dir = tmpDir(t);
@@ -114,6 +115,26 @@ test.serial('registrations beyond the grant or out of place are refused with ERR
     manifest,
   );
   t.deepEqual((await host.run(late, command())).value, ['ERR_PEEK_LIFECYCLE', 'ERR_PEEK_LIFECYCLE', 'ok']);
+  // Once the run is ending (no hooks, the entry returned; or inside a hook), no hook is added: it would never run.
+  const ending = worker(
+    dir,
+    'ending',
+    `export default async (api, ctx) => {
+      const out = [];
+      ctx.waitUntil(new Promise((r) => setTimeout(r, 10)).then(() => {
+        try { api.onShutdown(() => {}); out.push('accepted'); } catch (err) { out.push(err.code); }
+        api.log(out.join());
+      }));
+      return 'returned';
+    };`,
+    { capabilities: { lifecycle: {}, log: {} } },
+  );
+  const { host: logging, logs } = hostWith(t, undefined);
+  t.is((await logging.run(ending, command())).value, 'returned');
+  t.true(
+    logs.some((l) => l.worker === 'ending' && l.args[0] === 'ERR_PEEK_LIFECYCLE'),
+    JSON.stringify(logs),
+  );
 });
 
 test.serial('a hostile realm that calls the host’s placeholders for realm-only functions gets error replies; the run and the host go on', async (t) => {
@@ -139,4 +160,80 @@ test.serial('a hostile realm that calls the host’s placeholders for realm-only
     JSON.stringify(logs),
   );
   t.true((await host.run(m, command())).ok, 'the host runs the worker again');
+});
+
+test.serial('settings: a worker named like an Object.prototype property reads its own; an uncloneable value is ERR_PEEK_SETTINGS', async (t) => {
+  const dir = tmpDir(t);
+  const file = path.join(dir, 'settings.json');
+  fs.writeFileSync(file, JSON.stringify({ other: { greeting: 'x' } }));
+  const { host } = hostWith(t, file);
+  const m = worker(dir, 'constructor', readSettings, { settings: { greeting: 'hello', nested: {} } });
+  const r = await host.run(m, command());
+  t.true(r.ok, r.error?.message);
+  t.is(r.value.settings.greeting, 'hello');
+  const { host: odd } = hostWith(t, () => ({ greeting: () => {} }));
+  const bad = await odd.run(m, command());
+  t.is(bad.error?.code, codes.SETTINGS);
+  t.regex(bad.error.message, /worker constructor: its settings cannot be copied/);
+});
+
+const { sandboxStatus } = require('../../js/peek/node/sandbox');
+const sandbox = sandboxStatus();
+if (!sandbox.ok) console.log(`peek/api: the settings-file sandbox test is skipped: ${sandbox.reason}`);
+
+(sandbox.ok ? test.serial : test.serial.skip)('a sandboxed run does not see the settings file, though it sits in the worker’s package, readable by all', async (t) => {
+  const dir = tmpDir(t);
+  const file = path.join(dir, 'settings.json');
+  fs.writeFileSync(file, JSON.stringify({ peeker: { greeting: 'secret-ish' }, neighbour: { token: 'theirs' } }), { mode: 0o644 });
+  fs.chmodSync(file, 0o644);
+  const adapter = nodeAdapter({ dir: path.join(dir, 'state'), sandbox: 'required', log: () => {} });
+  const host = createWorkerHost({ adapter, settings: file });
+  t.teardown(async () => {
+    await host.close();
+    await adapter.close();
+  });
+  const m = worker(
+    dir,
+    'peeker',
+    `import fs from 'node:fs';
+    export default async (api) => {
+      let read;
+      try { read = fs.readFileSync(new URL('./settings.json', import.meta.url), 'utf8'); } catch (err) { read = err.code; }
+      return { read, mine: api.settings.greeting, shipped: fs.existsSync(new URL('./peeker.js', import.meta.url)) };
+    };`,
+    { settings: { greeting: 'hello' } },
+  );
+  const r = await host.run(m, command());
+  t.true(r.ok, r.error?.message);
+  t.deepEqual(r.value, { read: 'ENOENT', mine: 'secret-ish', shipped: true });
+});
+
+test('the host answers a forged call to a realm-only function with an error reply naming it', async (t) => {
+  const { RealmClient } = require('../../js/peek/protocol/host-side');
+  const { buildApi } = require('../../js/peek/api');
+  const sent = [];
+  class Capture extends RealmClient {
+    ready() {}
+    _send(m) {
+      sent.push(m);
+      if (m.t === 'job') queueMicrotask(() => this._receive({ t: 'loaded', ok: true, exports: [['default', 'function']] }));
+    }
+  }
+  const dir = tmpDir(t);
+  const manifest = loadManifest(worker(dir, 'w', 'export default async () => 1;', { commands: ['w'], capabilities: { lifecycle: {}, log: {}, pubsub: { subscribe: ['t'] } } }));
+  const realm = new Capture(manifest, { log: () => {} });
+  const api = buildApi(manifest, { store: null, fetch: () => {}, publish: async () => {}, log: () => {} });
+  realm.installGlobals({ app: api });
+  await realm.loadWorkerModule(manifest);
+  const job = sent.find((m) => m.t === 'job');
+  t.deepEqual(job.grants, { topics: ['t'], commands: ['w'] });
+  const paths = [['subscribe'], ['commands', 'on'], ['initialize'], ['onShutdown']];
+  paths.forEach((path, i) => realm._receive({ t: 'call', id: 100 + i, path, args: ['t', null] }));
+  await until(() => sent.filter((m) => m.t === 'reply').length === paths.length, 2000, 'the replies');
+  const replies = sent.filter((m) => m.t === 'reply').sort((a, b) => a.id - b.id);
+  t.deepEqual(
+    replies.map((r) => [r.id, r.ok, r.error.message]),
+    paths.map((p, i) => [100 + i, false, `api.${p.join('.')} runs in the worker's realm`]),
+  );
+  t.is(realm.violation, null, 'a call the api has is no protocol violation');
 });

@@ -211,3 +211,14 @@ test('peek serve --strict refuses a directory with a finding before it starts', 
 test('lintWorker is exported from durable-workers/peek (peek/types.test.js compiles its types)', (t) => {
   t.is(require('durable-workers/peek').lintWorker, lintWorker);
 });
+
+test('what a finding quotes from the worker’s source is printed escaped: an import cannot drive the terminal', (t) => {
+  const dir = tmpDir(t);
+  fs.writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }');
+  fs.writeFileSync(path.join(dir, 'w.js'), 'import "node:\\u001b[2J\\u001b]0;owned\\u0007fs";\nexport default async () => 1;\n');
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ name: 'esc', worker: { url: 'w.js' } }));
+  const r = cli('peek', 'lint', path.join(dir, 'manifest.json'));
+  t.true(lintWorker(path.join(dir, 'manifest.json')).some((f) => f.rule === 'node-import'));
+  t.false(r.stdout.includes('\u001b') || r.stdout.includes('\u0007'), JSON.stringify(r.stdout));
+  t.regex(r.stdout, /\\u001b\[2J/);
+});

@@ -157,6 +157,11 @@ test.serial('the CLI: peek run numbers its runs and takes --settings; peek logs 
       .map((l) => JSON.parse(l).run),
     [2, 2, 2, 2],
   );
+  // --follow follows a serving process; with none it prints what is kept and stops (it does not hold the directory).
+  const once = cli('logs', 'logger', '--state', state, '--follow');
+  t.is(once.status, 0, once.stderr);
+  t.is(once.stdout.trim().split('\n').length, 8);
+  t.regex(once.stderr, /nothing serves .*: --follow follows a process serving it/);
   const none = cli('logs', 'nobody', '--state', state);
   t.is(none.status, 0);
   t.regex(none.stderr, /no runs of nobody are kept in /);
@@ -193,4 +198,41 @@ test.serial('peek logs --follow, while peek serve owns the directory: asks it ov
   t.regex(out, /info {3}tick for schedule/);
   // It was the owner that answered: the directory is locked by peek serve.
   t.is(server.proc.exitCode, null);
+});
+
+test('a keeper that is slow or stalls: records past 1,000 unkept are dropped and counted, and the run is reported anyway', async (t) => {
+  const { RunLog, MAX_UNKEPT } = require('../../js/peek/run-log');
+  const kept = [];
+  const errors = [];
+  let release;
+  const stalled = new Promise((resolve) => (release = resolve));
+  const keeper = {
+    begin: async () => 1,
+    append: async (run, records) => {
+      await stalled;
+      kept.push(...records);
+    },
+  };
+  const log = new RunLog(keeper, (err) => errors.push(err.message), { endWaitMs: 200 });
+  log.start('command x');
+  for (let i = 0; i < 5000; i++) log.add('info', [`line ${i}`, 'x'.repeat(10_000)]);
+  const t0 = Date.now();
+  t.is(await log.end({ ok: true, ms: 1 }), 1);
+  t.true(Date.now() - t0 < 1000, 'end() waited at most endWaitMs');
+  t.regex(errors.join('\n'), /the run's records were not kept within 200 ms/);
+  release();
+  await until(() => kept.some((r) => r.level === 'run'), 2000, 'the last batch');
+  const lines = kept.filter((r) => r.level === 'info');
+  t.is(lines.length, MAX_UNKEPT, 'what was waiting is kept; the rest dropped');
+  t.true(
+    lines.every((r) => r.text.length <= 2049),
+    'each record cut in the host',
+  );
+  t.true(kept.some((r) => r.level === 'warn' && r.text === `${5000 - MAX_UNKEPT} records dropped: the run logged faster than they could be kept`));
+
+  // A keeper that never numbers the run: the run is reported, unnumbered.
+  const never = new RunLog({ begin: () => new Promise(() => {}), append: async () => {} }, () => {}, { endWaitMs: 100 });
+  never.start('command y');
+  never.add('info', ['x']);
+  t.is(await never.end({ ok: false, ms: 1, error: new Error('e') }), null);
 });

@@ -17,26 +17,31 @@ when one does, else reads the directory.
 
   --state <dir>   the adapter's directory (peek serve's --state; default .peek-state)
   --run <n>       only run <n> (peek run and peek serve print a run's number)
-  --follow        keep printing records as they are kept, until interrupted
+  --follow        keep printing records as peek serve keeps them, until
+                  interrupted (with nothing serving the directory: print and stop)
   --json          one JSON object per record`;
 
 const POLL_MS = 500;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Reads from the owner, or the directory when nobody serves it. */
-async function readFrom(dir, worker, query) {
+/**
+ * Reads from the owner, or the directory when nobody serves it (`direct`
+ * false: then null, so a follower never opens the directory under a starting owner).
+ */
+async function readFrom(dir, worker, query, { direct = true } = {}) {
   const { connect } = require('../control/client');
   let client = null;
   try {
     client = await connect(dir);
   } catch (err) {
     if (!['ENOENT', 'ECONNREFUSED', 'ENOTSOCK'].includes(err.cause?.code)) throw err;
+    if (!direct) return null;
     // No process serves it: read the directory (open() refuses if one owns it without a control socket).
     if (!fs.existsSync(path.join(dir, '_registry.db'))) throw new UsageError(`${dir} is not a Peek state directory (no _registry.db): give peek serve's --state`);
     const { nodeAdapter } = require('../peek');
     const adapter = nodeAdapter({ dir, warm: false, sandbox: 'off' });
     try {
-      return await adapter.readLogs(worker, query);
+      return { ...(await adapter.readLogs(worker, query)), served: false };
     } finally {
       await adapter.close();
     }
@@ -72,9 +77,12 @@ async function logs(args, io) {
   let after = 0;
   let first = true;
   for (;;) {
-    const got = await readFrom(dir, worker, { run, after });
+    const got = await readFrom(dir, worker, { run, after }, { direct: first });
+    if (got === null) {
+      io.stderr.write(`nothing serves ${dir} any more: stopped following\n`);
+      return 0;
+    }
     if (first && got.runs === 0) io.stderr.write(`no runs of ${worker} are kept in ${dir}\n`);
-    first = false;
     for (const r of got.records) {
       io.stdout.write(`${format(r, values.json)}\n`);
       after = r.seq;
@@ -82,6 +90,11 @@ async function logs(args, io) {
     // A full page: there may be more right away.
     if (got.records.length >= 1000) continue;
     if (!values.follow) return 0;
+    if (first && got.served === false) {
+      io.stderr.write(`nothing serves ${dir}: --follow follows a process serving it (peek serve); these are the kept records\n`);
+      return 0;
+    }
+    first = false;
     await sleep(POLL_MS);
   }
 }

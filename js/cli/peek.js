@@ -4,6 +4,7 @@
 const path = require('node:path');
 const { parse, withUsage, intOption, UsageError } = require('./args');
 const { logs, logsHelp } = require('./peek-logs');
+const { printable } = require('./top-view');
 
 const COMMON = `  --state <dir>          where schedules and the embedded store live
   --credentials <file>   JSON { "<worker>": "<credential>" }, mode 600
@@ -244,7 +245,8 @@ function lintBeforeRun(manifests, strict, io) {
       io.stderr.write(`[${manifest.name}] lint: could not lint: ${err.message}\n`);
       continue;
     }
-    for (const f of findings) io.stderr.write(`[${manifest.name}] lint ${f.severity}: ${formatFinding(f)}\n`);
+    // A finding quotes the worker's source (an import's specifier): escaped, it cannot drive the terminal.
+    for (const f of findings) io.stderr.write(`[${manifest.name}] lint ${f.severity}: ${printable(formatFinding(f))}\n`);
     total += findings.length;
   }
   if (strict && total > 0) {
@@ -261,8 +263,8 @@ async function lint(args, io) {
   const report = lintReport(positionals[0]);
   if (values.json) io.stdout.write(`${JSON.stringify(report.findings, null, 2)}\n`);
   else {
-    for (const f of report.findings) io.stdout.write(`${formatFinding(f)}\n`);
-    io.stdout.write(`${report.manifest.name}: ${formatSummary(report)}\n`);
+    for (const f of report.findings) io.stdout.write(`${printable(formatFinding(f))}\n`);
+    io.stdout.write(`${report.manifest.name}: ${printable(formatSummary(report))}\n`);
   }
   const failing = values.strict ? report.findings : report.findings.filter((f) => f.severity === 'error');
   return failing.length > 0 ? 1 : 0;

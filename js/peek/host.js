@@ -13,7 +13,7 @@ const { checkTrigger } = require('./trigger');
 const { resolveRef } = require('./manifest');
 const { codes, peekError, toPlainError } = require('./errors');
 const { makeRunContext } = require('./run-context');
-const { settingsReader } = require('./settings');
+const { settingsReader, settingsFile } = require('./settings');
 const { RunLog } = require('./run-log');
 
 /** Between the signal aborting at the deadline and the kill: time for the abort to reach the run's process. */
@@ -39,6 +39,8 @@ function createWorkerHost({ adapter, settings } = {}) {
     throw new TypeError('createWorkerHost({ adapter }): the adapter has no declares.run.maxWallClockMs');
   }
   const readSettings = settingsReader(settings);
+  // Host files a run must not see: every worker's settings are in one file.
+  const hidden = [settingsFile(settings)].filter((f) => f !== null);
   const events = new EventEmitter();
   let publisher = null;
   let closed = false;
@@ -178,7 +180,7 @@ function createWorkerHost({ adapter, settings } = {}) {
         }
         const values = manifest.settings === null ? undefined : await readSettings(manifest, adapter.log);
         stillOn();
-        opening = adapter.openRealm(manifest, { deadline, signal: controller.signal });
+        opening = adapter.openRealm(manifest, { deadline, signal: controller.signal, hidden });
         const realm = await opening;
         stillOn();
         const fetch = realm.makeFetch(caps.network?.domains ?? [], controller.signal);

@@ -6,6 +6,12 @@
 // is seen by the next run, and never halfway through one.
 const fs = require('node:fs');
 const { codes, peekError } = require('./errors');
+const { deepFreeze } = require('./manifest');
+
+/** The settings file, if `source` is one: a path no run may see (the adapter keeps it out of a sandbox). */
+function settingsFile(source) {
+  return typeof source === 'string' ? source : null;
+}
 
 /**
  * Checks the host's `settings` option.
@@ -24,7 +30,11 @@ function settingsReader(source) {
       if (Object.hasOwn(values, key)) values[key] = value;
       else log({ level: 'warn', worker: manifest.name, args: [`setting ${JSON.stringify(key)} is not declared in the manifest's settings: ignored`] });
     }
-    return deepFreeze(structuredClone(values));
+    try {
+      return deepFreeze(structuredClone(values));
+    } catch (err) {
+      throw peekError(codes.SETTINGS, `worker ${manifest.name}: its settings cannot be copied (${err?.message ?? err})`, { cause: err });
+    }
   };
 }
 
@@ -54,7 +64,7 @@ async function operatorValues(source, name) {
     throw peekError(codes.SETTINGS, `${source}: not valid JSON (${err.message})`, { cause: err });
   }
   if (!isObject(all)) throw peekError(codes.SETTINGS, `${source}: must be a JSON object { "<worker>": { "<setting>": value } }`);
-  const mine = all[name];
+  const mine = Object.hasOwn(all, name) ? all[name] : undefined;
   if (mine === undefined) return undefined;
   if (!isObject(mine)) throw peekError(codes.SETTINGS, `${source}: ${name} must be an object of setting values`);
   return mine;
@@ -64,12 +74,4 @@ function isObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function deepFreeze(o) {
-  if (o && typeof o === 'object') {
-    for (const v of Object.values(o)) deepFreeze(v);
-    Object.freeze(o);
-  }
-  return o;
-}
-
-module.exports = { settingsReader };
+module.exports = { settingsReader, settingsFile };

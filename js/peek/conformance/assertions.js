@@ -142,21 +142,22 @@ const assertions = [
   },
   {
     id: 10,
-    name: 'the lifecycle: initialize → entry → onShutdown, whose throws fail the run; onShutdown always runs',
+    name: 'the lifecycle: initialize → entry → waitUntil work → onShutdown, whose throws fail the run; onShutdown always runs',
     async check(h) {
       const stepsOf = (tag) => h.logs.filter((l) => l.worker === 'probe-api' && l.args[1] === tag).map((l) => l.args[2]);
       const cases = [];
       for (const throwIn of [undefined, 'initialize', 'entry', 'shutdown']) {
         const tag = `lifecycle-${throwIn ?? 'none'}-${h.nonce}`;
         const r = await h.run('api', { tag, throwIn });
-        await h.until(() => stepsOf(tag).includes('shutdown'), 2000);
+        await h.until(() => stepsOf(tag).includes(throwIn === 'shutdown' ? 'shutdown' : 'shutdown-wait'), 2000);
         cases.push({ throwIn, r, steps: stepsOf(tag).join(',') });
       }
+      // A hook's own waitUntil work is awaited too ('shutdown-wait').
       const want = {
-        none: [true, 'initialize:command,entry,shutdown'],
-        initialize: [false, 'initialize:command,shutdown'],
-        entry: [false, 'initialize:command,entry,shutdown'],
-        shutdown: [false, 'initialize:command,entry,shutdown'],
+        none: [true, 'initialize:command,entry,wait,shutdown,shutdown-wait'],
+        initialize: [false, 'initialize:command,shutdown,shutdown-wait'],
+        entry: [false, 'initialize:command,entry,shutdown,shutdown-wait'],
+        shutdown: [false, 'initialize:command,entry,wait,shutdown'],
       };
       const ok = cases.every((c) => {
         const [succeeds, steps] = want[c.throwIn ?? 'none'];

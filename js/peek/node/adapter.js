@@ -123,9 +123,9 @@ function nodeAdapter(options = {}) {
       return embeddedStore(await durableHost(), { user: o.store.user, profile: o.store.profile });
     },
 
-    async openRealm(manifest, { signal }) {
+    async openRealm(manifest, { signal, hidden = [] }) {
       if (closed) throw peekError(codes.CLOSED, 'the adapter is closed');
-      const exclude = [o.dir, o.credentials.file].filter((p) => typeof p === 'string');
+      const exclude = [o.dir, o.credentials.file, ...hidden].filter((p) => typeof p === 'string');
       const realm = new NodeRealm(spares.take(), manifest, { signal, log, memoryMb: o.memoryMb, exclude });
       await realm.ready();
       return realm;

@@ -15,7 +15,10 @@ app.initialize(async (ctx) => {
   params = ctx.trigger.params ?? ctx.trigger.message ?? {};
   note(`initialize:${ctx.trigger.kind}`);
 });
-app.onShutdown(() => note('shutdown'));
+app.onShutdown((ctx) => {
+  note('shutdown');
+  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, 20)).then(() => note('shutdown-wait')));
+});
 app.subscribe('probe-api/*', (message, ctx) => {
   note(`subscribe:${ctx.trigger.topic}`);
   return { heard: message, steps: [...steps] };
@@ -27,8 +30,9 @@ app.commands.on('probe-api-ping', (p) => {
 
 const NAMES = ['datastore', 'network', 'pubsub', 'publish', 'subscribe', 'commands', 'settings', 'log', 'initialize', 'onShutdown'];
 
-export default async function entry(api) {
+export default async function entry(api, ctx) {
   note('entry');
+  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, 20)).then(() => note('wait')));
   let late;
   try {
     api.subscribe('probe-api/late', () => {});

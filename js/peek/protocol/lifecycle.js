@@ -49,7 +49,7 @@ class Lifecycle {
         this.#initialize.push(checkFn('api.initialize(fn)', fn));
       },
       onShutdown: (fn) => {
-        if (this.#ended) throw lifecycleError('api.onShutdown(fn): the run is over');
+        if (this.#ended) throw lifecycleError('api.onShutdown(fn): the run is ending; hooks are added before its shutdown begins');
         this.#shutdown.push(checkFn('api.onShutdown(fn)', fn));
       },
       subscribe: (topic, handler) => {
@@ -109,17 +109,23 @@ class Lifecycle {
     return this.#shutdown.length > 0;
   }
 
-  /** Runs every onShutdown hook, in order; resolves with the first error, or null. */
+  /** The run is ending: no more onShutdown hooks. */
+  end() {
+    this.#loading = false;
+    this.#ended = true;
+  }
+
+  /** Runs every onShutdown hook, in order; resolves with the first error, or null. A hook cannot add another. */
   async shutdown(ctx) {
+    this.end();
     let first = null;
-    for (let i = 0; i < this.#shutdown.length; i++) {
+    for (const hook of this.#shutdown) {
       try {
-        await this.#shutdown[i](ctx);
+        await hook(ctx);
       } catch (err) {
         first ??= err;
       }
     }
-    this.#ended = true;
     return first;
   }
 

@@ -125,15 +125,19 @@ function createRealmRuntime({ send: transportSend, load, platformFetch = globalT
       result = ended(false, err);
     }
     if (!lifecycle.hasShutdown) {
+      lifecycle.end();
       send(result);
       if (result.ok && waits.length > 0) send({ t: 'settled', errors: await settle(waits) });
       return;
     }
-    // onShutdown hooks come last, after the waitUntil work: the result waits
-    // for them, since a throw there fails the run.
+    // onShutdown hooks come last, after the waitUntil work (theirs too): the
+    // result waits for them, since a throw there fails the run.
     const errors = result.ok ? await settle(waits) : [];
+    const handedOver = waits.length;
     const failed = await lifecycle.shutdown(ctx);
+    if (waits.length > handedOver) errors.push(...(await settle(waits.slice(handedOver))));
     if (failed !== null && result.ok) result = { ...ended(false, failed), timing: result.timing };
+    if (result.ok) result.pending = waits.length;
     send(result);
     if (result.ok && waits.length > 0) send({ t: 'settled', errors });
   }
