@@ -73,7 +73,13 @@ function probe() {
   if (trial.error) return { ok: false, reason: `bwrap could not be started: ${trial.error.message}` };
   if (trial.status !== 0) {
     const said = `${trial.stderr}`.trim().split('\n').pop() || `exit ${trial.status}`;
-    const hint = root ? '' : ' (unprivileged user namespaces may be disabled: kernel.unprivileged_userns_clone, user.max_user_namespaces, or an AppArmor restriction)';
+    // Inside a container the usual causes are the engine's: its /proc masks and its seccomp profile.
+    const engine = /Can't mount proc/.test(said)
+      ? ' (in a container: the engine masks parts of /proc, so no fresh /proc can be mounted; podman run --security-opt unmask=/proc/*, docs/peek.md)'
+      : /Can't set hostname/.test(said)
+        ? ' (in a container: the seccomp profile refuses sethostname; deploy/peek/seccomp-profile.js makes one that allows it)'
+        : '';
+    const hint = engine || (root ? '' : ' (unprivileged user namespaces may be disabled: kernel.unprivileged_userns_clone, user.max_user_namespaces, or an AppArmor restriction)');
     return { ok: false, reason: `a trial sandbox failed: ${said}${hint}` };
   }
   return status;
