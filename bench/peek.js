@@ -43,8 +43,8 @@ function noopWorker() {
 }
 
 /** Runs the no-op worker; `pause` ms between runs lets the spare finish booting. */
-async function mode(name, { warm, pause, spares, sandbox = 'off' }, manifest) {
-  const adapter = nodeAdapter({ warm, spares, sandbox, log: () => {} });
+async function mode(name, { warm, pause, spares, sandbox = 'off', dir }, manifest) {
+  const adapter = nodeAdapter({ warm, spares, sandbox, dir, log: () => {} });
   const realms = [];
   const open = adapter.openRealm;
   adapter.openRealm = async (...args) => {
@@ -113,6 +113,8 @@ async function main() {
     const results = [
       await mode('cold (fork when the run asks)', { warm: false, pause: 0 }, manifest),
       await mode('warm spare, ready (runs 150 ms apart)', { warm: true, pause: 150 }, manifest),
+      // With a directory each run is numbered and its start and end lines kept (js/peek/run-log.js): the cost of kept logs.
+      await mode('warm spare, ready, runs kept in a dir', { warm: true, pause: 150, dir: path.join(dir, 'state') }, manifest),
       await mode('warm spare, back to back', { warm: true, pause: 0 }, manifest),
       await mode('3 warm spares, back to back', { warm: true, spares: 3, pause: 0 }, manifest),
     ];

@@ -167,7 +167,7 @@ test.serial('the CLI: peek run numbers its runs and takes --settings; peek logs 
   t.regex(none.stderr, /no runs of nobody are kept in /);
   const bad = cli('logs', 'logger', '--state', path.join(dir, 'not-there'));
   t.is(bad.status, 2);
-  t.regex(bad.stderr, /is not a Peek state directory/);
+  t.regex(bad.stderr, /not-there does not exist: give peek serve's --state/);
   t.is(cli('logs', 'logger', '--run', 'zero').status, 2);
 });
 

@@ -3,10 +3,10 @@
 // worker's runs (js/peek/log-keeper.js), from the process serving the state
 // directory over its control socket, or from the directory itself when no
 // process serves it. --follow keeps asking for what came after.
-const fs = require('node:fs');
 const path = require('node:path');
 const { parse, UsageError } = require('./args');
 const { printable } = require('./top-view');
+const { notDurable } = require('./inspect');
 
 const help = `usage: durable-workers peek logs <worker> [--state <dir>] [--run <n>] [--follow] [--json]
 
@@ -37,7 +37,8 @@ async function readFrom(dir, worker, query, { direct = true } = {}) {
     if (!['ENOENT', 'ECONNREFUSED', 'ENOTSOCK'].includes(err.cause?.code)) throw err;
     if (!direct) return null;
     // No process serves it: read the directory (open() refuses if one owns it without a control socket).
-    if (!fs.existsSync(path.join(dir, '_registry.db'))) throw new UsageError(`${dir} is not a Peek state directory (no _registry.db): give peek serve's --state`);
+    const why = notDurable(dir);
+    if (why !== null) throw new UsageError(`${why}: give peek serve's --state`);
     const { nodeAdapter } = require('../peek');
     const adapter = nodeAdapter({ dir, warm: false, sandbox: 'off' });
     try {

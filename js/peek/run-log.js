@@ -24,6 +24,7 @@ class RunLog {
   #dropped = 0;
   #timer = null;
   #chain = Promise.resolve();
+  #endWaitMs;
 
   /**
    * @param {{ begin: (what: string) => Promise<number>, append: (run: number, records: object[]) => Promise<void> }} keeper
@@ -33,7 +34,7 @@ class RunLog {
   constructor(keeper, onError, { endWaitMs = END_WAIT_MS } = {}) {
     this.#keeper = keeper;
     this.#onError = onError;
-    this.endWaitMs = endWaitMs;
+    this.#endWaitMs = endWaitMs;
   }
 
   /** Numbers the run; `what` says what started it. */
@@ -71,13 +72,13 @@ class RunLog {
     this.#flush();
     let timer;
     const deadline = new Promise((resolve) => {
-      timer = setTimeout(() => resolve('late'), this.endWaitMs);
+      timer = setTimeout(() => resolve('late'), this.#endWaitMs);
     });
     const kept = await Promise.race([this.#chain.then(() => 'kept'), deadline]);
     // A keeper that never numbered the run (stalled, or failed) leaves it unnumbered.
     const run = await Promise.race([this.#run ?? null, deadline.then(() => null)]);
     clearTimeout(timer);
-    if (kept === 'late') this.#onError(new Error(`the run's records were not kept within ${this.endWaitMs} ms (they may still be)`));
+    if (kept === 'late') this.#onError(new Error(`the run's records were not kept within ${this.#endWaitMs} ms (they may still be)`));
     return run;
   }
 
