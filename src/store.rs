@@ -32,6 +32,7 @@ use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, remove_sidecars, sync_dir};
+use crate::group_sync::GroupSync;
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
@@ -221,6 +222,19 @@ impl WorkerFile {
         schema: &Schema,
         batch: &Batch,
     ) -> Result<Vec<u8>> {
+        Self::create_with(path, (class, id), durability, schema, batch, None)
+    }
+
+    /// [`WorkerFile::create`], its file and name made durable by `group`'s
+    /// shared `syncfs` when given and it succeeds, else by their own syncs.
+    pub fn create_with(
+        path: &Path,
+        (class, id): (&str, &str),
+        durability: Durability,
+        schema: &Schema,
+        batch: &Batch,
+        group: Option<&GroupSync>,
+    ) -> Result<Vec<u8>> {
         let parent = path.parent().ok_or_else(|| Error::Corrupt {
             path: path.to_path_buf(),
             detail: "a worker path has a directory".into(),
@@ -231,10 +245,15 @@ impl WorkerFile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".new");
         let tmp = PathBuf::from(tmp);
+        let group = group.filter(|_| durability == Durability::Full);
         // A leftover from a crash mid-create is an unfinished file: truncated
         // and written over.
-        crate::files::write_file(&tmp, &image, true)
+        let sync_error = |e| Error::io(format!("sync {}", tmp.display()), e);
+        let file = crate::files::write_file_open(&tmp, &image)
             .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
+        if group.is_none() {
+            file.sync_all().map_err(sync_error)?;
+        }
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
         // file and lose that of its log. Its removal is synced with the rename.
@@ -247,6 +266,12 @@ impl WorkerFile {
         // made durable for unsynced data is an empty worker file after a power
         // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
         if durability == Durability::Full || stale {
+            if let Some(group) = group {
+                if group.sync().is_ok() {
+                    return Ok(image);
+                }
+                file.sync_all().map_err(sync_error)?;
+            }
             sync_dir(parent)?;
         }
         Ok(image)
