@@ -54,19 +54,16 @@ test('64 new workers on a slow device (20 ms a sync) are created many at a time'
   t.true(msg.ms < 450, `64 new workers took ${Math.round(msg.ms)} ms`);
 });
 
-(sharedSyncSkip === undefined ? test : test.skip)(
-  `64 new workers at once share a few syncfs on ext4 and xfs${sharedSyncSkip === undefined ? '' : ` (skipped: ${sharedSyncSkip})`}`,
-  async (t) => {
-    t.timeout(60_000);
-    // Whatever other processes left dirty would make the child's syncfs
-    // slow, and two slow ones in a row send creations back to their own syncs.
-    execFileSync('sync');
-    const msg = await burst(tmpDir(t), 64, 20);
-    const syncs = msg.stats.creationSyncs - msg.before.creationSyncs;
-    t.log(`64 new workers, ${syncs} syncfs, ${Math.round(msg.ms)} ms on a 20 ms device`);
-    t.true(syncs >= 1, 'the new files were made durable by syncfs');
-    // The creation threads wait together: each syncfs after the first covers
-    // every file made while the one before ran.
-    t.true(syncs <= 16, `${syncs} syncfs for 64 new workers`);
-  },
-);
+(sharedSyncSkip === undefined ? test : test.skip)(`64 new workers at once share a few syncfs on ext4 and xfs${sharedSyncSkip === undefined ? '' : ` (skipped: ${sharedSyncSkip})`}`, async (t) => {
+  t.timeout(60_000);
+  // Whatever other processes left dirty would make the child's syncfs
+  // slow, and two slow ones in a row send creations back to their own syncs.
+  execFileSync('sync');
+  const msg = await burst(tmpDir(t), 64, 20);
+  const syncs = msg.stats.creationSyncs - msg.before.creationSyncs;
+  t.log(`64 new workers, ${syncs} syncfs, ${Math.round(msg.ms)} ms on a 20 ms device`);
+  t.true(syncs >= 1, 'the new files were made durable by syncfs');
+  // The creation threads wait together: each syncfs after the first covers
+  // every file made while the one before ran.
+  t.true(syncs <= 16, `${syncs} syncfs for 64 new workers`);
+});
