@@ -225,8 +225,8 @@ impl WorkerFile {
         Self::create_with(path, (class, id), durability, schema, batch, None)
     }
 
-    /// [`WorkerFile::create`], its file and name made durable by `group`'s
-    /// shared `syncfs` when given and it succeeds, else by their own syncs.
+    /// [`WorkerFile::create`], its file and then its name made durable by
+    /// `group`'s shared syncs when given and they succeed, else by their own.
     pub fn create_with(
         path: &Path,
         (class, id): (&str, &str),
@@ -248,11 +248,13 @@ impl WorkerFile {
         let group = group.filter(|_| durability == Durability::Full);
         // A leftover from a crash mid-create is an unfinished file: truncated
         // and written over.
-        let sync_error = |e| Error::io(format!("sync {}", tmp.display()), e);
         let file = crate::files::write_file_open(&tmp, &image)
             .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
-        if group.is_none() {
-            file.sync_all().map_err(sync_error)?;
+        // The data first, then the name: a rename made durable before the
+        // data (by anyone's later sync) is a damaged file under the name.
+        if group.is_none_or(|g| g.sync().is_err()) {
+            file.sync_all()
+                .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
         }
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
@@ -265,13 +267,8 @@ impl WorkerFile {
         // of the file's new WAL (its header, at the next write), and a name
         // made durable for unsynced data is an empty worker file after a power
         // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
-        if durability == Durability::Full || stale {
-            if let Some(group) = group {
-                if group.sync().is_ok() {
-                    return Ok(image);
-                }
-                file.sync_all().map_err(sync_error)?;
-            }
+        let named = group.is_some_and(|g| g.sync().is_ok());
+        if (durability == Durability::Full || stale) && !named {
             sync_dir(parent)?;
         }
         Ok(image)

@@ -1,0 +1,277 @@
+'use strict';
+// Power cuts under a real ext4, for files/powercut-ext4.test.js. An ext4
+// image lives on the power-cut mount (helpers/powercut.js) and is attached
+// with a loop device: the loop device's writes reach the image as unsynced
+// writes, and its flushes (what ext4 sends when it must reach the device) as
+// fsyncs of the image, so a cut keeps exactly what ext4 made durable. On
+// ext4 the engine makes new workers durable with one shared syncfs(2)
+// (src/group_sync.rs), which the FUSE mount alone cannot exercise.
+//
+// Also the program the test forks, with its own arguments:
+//   node powercut-ext4.js create <dir> <round>   new Cell workers r<round>-<b>-<i> in batches
+//     of 64, each written once; to ACK_FILE: `b <b>` as batch b starts, `n <id> <i>` for each
+//     acknowledgement, and after each batch `s <creationSyncs> <created>`
+//   node powercut-ext4.js check <dir> <list>     opens <dir>, reads every worker that an
+//     `n <id> <i>` line of the file <list> names (acknowledged: must hold i) or an `f <id> <i>`
+//     line names (in flight at the cut: i, or nothing, but no error); prints
+//     { workers, missing, damaged } as JSON
+// A program of its own so that its descriptors are gone when it exits and
+// the ext4 mount it used can be unmounted at once.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { fork, spawnSync } = require('node:child_process');
+const { available } = require('./powercut');
+
+const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
+/** New workers made at once by the child. */
+const BATCH = 64;
+/** The image's size (sparse): room for a soak's tens of thousands of small worker files. */
+const IMAGE_BYTES = 512 << 20;
+
+/** The full path of `name` on PATH (or in the sbin directories), or undefined. */
+function which(name) {
+  const dirs = [...(process.env.PATH ?? '').split(':'), '/sbin', '/usr/sbin', '/usr/local/sbin'];
+  return dirs.map((d) => path.join(d, name)).find((p) => fs.existsSync(p));
+}
+
+/** Whether the running kernel is `major`.`minor` or later. */
+function kernelAtLeast(major, minor) {
+  const [a, b] = os.release().split(/[.-]/).map(Number);
+  return a > major || (a === major && b >= minor);
+}
+
+/**
+ * Whether this machine can run the test: the power-cut mount (root,
+ * /dev/fuse), the ext4 tools, a free loop device, and Linux 5.8 or later
+ * (below it the engine does not use syncfs at all). Synchronous, so a test
+ * file can decide at load time to skip visibly.
+ * @returns {{ ok: boolean, reason?: string }}
+ */
+function ext4Available() {
+  const can = available();
+  if (!can.ok) return can;
+  const missing = TOOLS.filter((tool) => which(tool) === undefined);
+  if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found` };
+  if (!kernelAtLeast(5, 8)) return { ok: false, reason: `the engine uses syncfs on Linux 5.8 and later only, not ${os.release()}` };
+  if (!fs.readFileSync('/proc/filesystems', 'utf8').includes('\text4\n') && spawnSync('modprobe', ['ext4'], { stdio: 'ignore' }).status !== 0) {
+    return { ok: false, reason: 'the kernel has no ext4' };
+  }
+  const free = spawnSync(which('losetup'), ['-f'], { encoding: 'utf8' });
+  if (free.status !== 0) return { ok: false, reason: `no free loop device (losetup -f: ${(free.stderr ?? free.error?.message ?? '').trim()})` };
+  return { ok: true };
+}
+
+/**
+ * Runs `tool` with `args`; throws with its output unless it exits with a
+ * status in `ok`.
+ * @returns {{ status: number, output: string }}
+ */
+function run(tool, args, ok = [0]) {
+  const r = spawnSync(which(tool) ?? tool, args, { encoding: 'utf8', timeout: 60_000 });
+  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+  if (!ok.includes(r.status)) throw new Error(`${tool} ${args.join(' ')}: ${r.error?.message ?? `exit ${r.status}`}\n${output}`);
+  return { status: r.status, output };
+}
+
+/**
+ * Makes an ext4 image at `image` (on the power-cut mount `m`) and makes it
+ * durable. `journal` false: `-O ^has_journal` (ext2-like, fsck after a crash).
+ * @param {import('./powercut').Mount} m
+ */
+async function makeImage(m, image, { journal }) {
+  fs.writeFileSync(image, '');
+  fs.truncateSync(image, IMAGE_BYTES);
+  run('mkfs.ext4', ['-q', '-F', ...(journal ? [] : ['-O', '^has_journal']), image]);
+  await m.sync();
+}
+
+/** What attach() made and detach() has not undone yet. */
+const live = new Set();
+// A test that times out never runs its teardowns: no mount or loop device
+// may outlive the process all the same.
+process.on('exit', () => {
+  for (const a of live) detach(a);
+});
+
+/**
+ * Attaches `image` to a free loop device and mounts it as ext4 at `mnt`
+ * (made if missing), with mount `options` if given. Returns the attachment;
+ * its detach() is also a teardown of `t`, so nothing stays attached after a
+ * failure.
+ * @param {import('ava').ExecutionContext} t
+ * @returns {{ dev: string, mnt: string, detach: () => string[] }}
+ */
+function attach(t, image, mnt, options) {
+  fs.mkdirSync(mnt, { recursive: true });
+  const dev = run('losetup', ['-f', '--show', image]).output;
+  const a = { dev, mnt, mounted: false, attached: true };
+  a.detach = () => detach(a);
+  live.add(a);
+  t.teardown(() => a.detach());
+  run('mount', ['-t', 'ext4', ...(options ? ['-o', options] : []), dev, mnt]);
+  a.mounted = true;
+  return a;
+}
+
+/**
+ * Unmounts and detaches what attach() made; safe to call twice. After a cut
+ * the image's file fails with EIO, so the unmount may complain: it falls back
+ * to a lazy unmount, and a loop device still busy is detached when released.
+ * @returns {string[]} what did not go cleanly (for the test's log)
+ */
+function detach(a) {
+  live.delete(a);
+  const notes = [];
+  if (a.mounted) {
+    a.mounted = false;
+    const r = spawnSync(which('umount'), [a.mnt], { encoding: 'utf8' });
+    if (r.status !== 0) {
+      notes.push(`umount ${a.mnt}: ${r.stderr.trim()}; lazily`);
+      spawnSync(which('umount'), ['-l', a.mnt]);
+    }
+  }
+  if (a.attached) {
+    a.attached = false;
+    const r = spawnSync(which('losetup'), ['-d', a.dev], { encoding: 'utf8' });
+    if (r.status !== 0) notes.push(`losetup -d ${a.dev}: ${r.stderr.trim()}`);
+  }
+  return notes;
+}
+
+/**
+ * e2fsck -fy of `image`, in place: what a boot after the power loss does.
+ * Status 0 (clean) or 1 (errors corrected); throws on anything worse.
+ * @returns {{ status: number, output: string }}
+ */
+function fsck(image) {
+  return run('e2fsck', ['-fy', image], [0, 1]);
+}
+
+/** The acknowledgement lines in `file`, split into words (a torn last line is dropped). */
+function readAcks(file) {
+  if (!fs.existsSync(file)) return [];
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  lines.pop(); // after the last newline: empty, or a line the kill cut short
+  return lines.map((l) => l.split(' '));
+}
+
+/**
+ * Forks this file as `create <dir> <round>`, acknowledging to `ackFile`.
+ * `ready` resolves at its first acknowledgement and rejects if it ends first.
+ * @param {import('ava').ExecutionContext} t
+ */
+function startCreator(t, dir, round, ackFile) {
+  const child = fork(__filename, ['create', dir, String(round)], {
+    env: { ...process.env, ACK_FILE: ackFile },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  const out = { child, stderr: '' };
+  child.stderr.setEncoding('utf8').on('data', (s) => (out.stderr += s));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  out.ready = new Promise((resolve, reject) => {
+    child.on('message', (msg) => msg.ready && resolve());
+    child.on('exit', (code, signal) => reject(new Error(`the child ended before it was ready (code ${code}, signal ${signal}):\n${out.stderr}`)));
+  });
+  return out;
+}
+
+/**
+ * Runs this file as `check <dir> <ackFile>` and returns what it printed:
+ * { workers, missing: string[] }, or { error } if it could not open or read.
+ */
+function checkWorkers(dir, ackFile) {
+  const r = spawnSync(process.execPath, [__filename, 'check', dir, ackFile], { encoding: 'utf8', timeout: 120_000 });
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return { error: `the checker exited with ${r.status ?? r.signal}: ${r.stderr.trim() || r.stdout.trim()}` };
+  }
+}
+
+/** The child: new workers in batches until it is killed. */
+async function create(dir, round) {
+  const { open } = require('../..');
+  const { Cell } = require('./powercut-workers');
+  const ackFd = fs.openSync(process.env.ACK_FILE, 'a');
+  let acked = false;
+  const ack = (line) => {
+    fs.writeSync(ackFd, `${line}\n`);
+    if (!acked) process.send({ ready: true });
+    acked = true;
+  };
+  const host = await open({ dir });
+  for (let b = 0; ; b++) {
+    fs.writeSync(ackFd, `b ${b}\n`);
+    await Promise.all(
+      Array.from({ length: BATCH }, async (_, i) => {
+        const id = `r${round}-${b}-${i}`;
+        await host.get(Cell, id).put('v', i);
+        ack(`n ${id} ${i}`);
+      }),
+    );
+    const s = host.stats();
+    ack(`s ${s.creationSyncs} ${s.created}`);
+  }
+}
+
+/** The value of `id`'s Cell, or the error reading it as a string. */
+async function readCell(host, Cell, id) {
+  try {
+    return await host.get(Cell, id).read('v');
+  } catch (err) {
+    return `${err.code} ${err.message}`;
+  }
+}
+
+/**
+ * The checker: every acknowledged worker of `list` read back from `dir`
+ * (missing: not there with its value, or not listed), and every one in
+ * flight at the cut (damaged: it answers with an error).
+ */
+async function check(dir, list) {
+  const { open } = require('../..');
+  const { Cell } = require('./powercut-workers');
+  const lines = readAcks(list);
+  const host = await open({ dir });
+  const listed = new Set();
+  for await (const id of host.ids(Cell)) listed.add(id);
+  const out = { workers: 0, missing: [], damaged: [] };
+  for (const [kind, id, n] of lines) {
+    const i = Number(n);
+    const v = await readCell(host, Cell, id);
+    if (kind === 'n') {
+      out.workers++;
+      if (v !== i || !listed.has(id)) out.missing.push(`${id}: ${v === undefined ? 'no value' : v}${listed.has(id) ? '' : ', not listed'}`);
+    } else if (v !== i && v !== undefined) out.damaged.push(`${id} (in flight at the cut): ${v}`);
+  }
+  await host.close();
+  return out;
+}
+
+if (require.main === module) {
+  const [mode, dir, arg] = process.argv.slice(2);
+  if (mode === 'create') {
+    // An orphan (the parent gone) stops instead of writing for ever.
+    process.on('disconnect', () => process.exit(3));
+    create(dir, arg).catch((err) => {
+      console.error(err);
+      process.exit(2);
+    });
+  } else {
+    check(dir, arg).then(
+      (r) => {
+        process.stdout.write(JSON.stringify(r));
+        process.exit(0);
+      },
+      (err) => {
+        process.stdout.write(JSON.stringify({ error: `${err.code ?? ''} ${err.message}` }));
+        process.exit(0);
+      },
+    );
+  }
+}
+
+module.exports = { BATCH, ext4Available, makeImage, attach, fsck, readAcks, startCreator, checkWorkers };
