@@ -557,12 +557,6 @@ export interface HostStats {
   catalogCommits: number;
   /** Worker files created. */
   created: number;
-  /**
-   * File-system syncs that made new workers' files durable, each shared by
-   * every file created while it ran (`syncfs` on ext4 and xfs; elsewhere each
-   * file is synced with its directory, and this stays 0).
-   */
-  creationSyncs: number;
   /** Value and document bytes written. */
   bytesWritten: number;
   /** Collection reads (get, find, count, delete's lookup, scans). */

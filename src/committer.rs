@@ -36,11 +36,9 @@ pub type Job = Box<dyn FnOnce() + Send + 'static>;
 /// Commit threads of a host: commits of different workers run in parallel
 /// up to this, and more would only contend for the disk's sync queue.
 pub const THREADS: usize = 4;
-/// Threads for workers' first writes, each of which builds a file and waits
-/// for it to be durable: mostly a wait on the device. The more wait at once,
-/// the more files one shared `syncfs` covers (`group_sync`): 64 new workers at
-/// a time, 16 threads made ~5,100/s and 48 ~5,800/s (`bench/compare.js`-style
-/// alternation, docs/internals.md).
+/// Threads for workers' first writes, each of which builds a file and syncs
+/// it and its directory: mostly two waits on the device, which more threads
+/// overlap (the block layer serves the flushes that wait together with one).
 pub const CREATE_THREADS: usize = 48;
 /// How long a commit thread polls for the next job after one, before it
 /// sleeps: long enough to catch a caller that writes again at once, short

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,14 +16,33 @@ use crate::archive::{Archive, Change, Config as ArchiveConfig};
 use crate::catalog::{Catalog, Op, Reply};
 use crate::collections::{Schema, Tables};
 use crate::error::{Error, Result};
-use crate::group_sync::GroupSync;
 use crate::handles::Handles;
 use crate::layout;
 use crate::sqlite::Durability;
 use crate::store::{Batch, Page, WorkerFile};
 use crate::wal::Unsynced;
 
-pub use crate::counters::Counters;
+/// What the disk has been asked to do, for `stats()`.
+#[derive(Default, Debug)]
+pub struct Counters {
+    /// Worker transactions committed.
+    pub commits: AtomicU64,
+    /// Commits that waited for the device (every commit under `Full`).
+    pub syncs: AtomicU64,
+    /// Commits written and synced on the JS thread (see `NativeWorker::write_inline`).
+    pub commits_inline: AtomicU64,
+    /// Worker files created.
+    pub created: AtomicU64,
+    /// Value and document bytes handed to SQLite.
+    pub bytes_written: AtomicU64,
+    /// Collection reads (get, find, count, scan).
+    pub queries: AtomicU64,
+    /// Those that could not run on the JS thread (a commit held the file, or
+    /// it was not open yet) and went to the libuv pool.
+    pub queries_deferred: AtomicU64,
+    /// Documents those reads returned.
+    pub docs_read: AtomicU64,
+}
 
 /// One open durable directory. Owning it means holding the catalog's lock.
 pub struct Engine {
@@ -44,8 +63,6 @@ pub struct Engine {
     pub(crate) serves_objects: AtomicBool,
     /// Where every commit is shipped as it is made, when configured.
     pub(crate) archive: Option<Archive>,
-    /// New workers' files made durable together, where it can be done.
-    group_sync: Option<GroupSync>,
 }
 
 /// Syncs slower than this (on [`Engine::sync_micros`]) are never made on the
@@ -100,7 +117,6 @@ impl Engine {
             handles: Handles::default(),
             serves_objects: AtomicBool::new(false),
             archive,
-            group_sync: GroupSync::open(dir),
         })
     }
 
@@ -154,10 +170,6 @@ impl Engine {
 
     pub fn catalog_commits(&self) -> u64 {
         self.catalog.commits()
-    }
-
-    pub fn creation_syncs(&self) -> u64 {
-        self.group_sync.as_ref().map_or(0, GroupSync::count)
     }
 
     pub fn check_open(&self) -> Result<()> {
@@ -297,13 +309,13 @@ impl Worker {
                 unsynced
             }
             FileState::Unopened | FileState::Absent => {
-                let image = WorkerFile::create_with(
+                let image = WorkerFile::create(
                     &self.path,
-                    (&self.class, &self.id),
+                    &self.class,
+                    &self.id,
                     self.engine.durability,
                     &self.schema,
                     batch,
-                    self.engine.group_sync.as_ref(),
                 )?;
                 if let Some(a) = &self.engine.archive {
                     a.record(&self.path, &self.class, &self.id, Change::Image(image));

@@ -54,15 +54,6 @@ pub fn write_file_then(
     sync: bool,
     after: impl FnOnce(&fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let file = write_file_open(path, bytes)?;
-    if sync {
-        file.sync_all()?;
-    }
-    after(&file)
-}
-
-/// Writes `bytes` as the whole of `path`, unsynced, and returns it open.
-pub fn write_file_open(path: &Path, bytes: &[u8]) -> std::io::Result<fs::File> {
     use std::io::Write;
     let mut options = fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -70,7 +61,10 @@ pub fn write_file_open(path: &Path, bytes: &[u8]) -> std::io::Result<fs::File> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, layout::FILE_MODE);
     let mut file = options.open(path)?;
     file.write_all(bytes)?;
-    Ok(file)
+    if sync {
+        file.sync_all()?;
+    }
+    after(&file)
 }
 
 /// `create_dir_all` with mode [`layout::DIR_MODE`], then an fsync of each

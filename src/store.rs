@@ -32,7 +32,6 @@ use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
 use crate::files::{create_dirs_synced, remove_sidecars, sync_dir};
-use crate::group_sync::GroupSync;
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
@@ -222,19 +221,6 @@ impl WorkerFile {
         schema: &Schema,
         batch: &Batch,
     ) -> Result<Vec<u8>> {
-        Self::create_with(path, (class, id), durability, schema, batch, None)
-    }
-
-    /// [`WorkerFile::create`], its file and then its name made durable by
-    /// `group`'s shared syncs when given and they succeed, else by their own.
-    pub fn create_with(
-        path: &Path,
-        (class, id): (&str, &str),
-        durability: Durability,
-        schema: &Schema,
-        batch: &Batch,
-        group: Option<&GroupSync>,
-    ) -> Result<Vec<u8>> {
         let parent = path.parent().ok_or_else(|| Error::Corrupt {
             path: path.to_path_buf(),
             detail: "a worker path has a directory".into(),
@@ -245,17 +231,10 @@ impl WorkerFile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".new");
         let tmp = PathBuf::from(tmp);
-        let group = group.filter(|_| durability == Durability::Full);
         // A leftover from a crash mid-create is an unfinished file: truncated
         // and written over.
-        let file = crate::files::write_file_open(&tmp, &image)
+        crate::files::write_file(&tmp, &image, true)
             .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
-        // The data first, then the name: a rename made durable before the
-        // data (by anyone's later sync) is a damaged file under the name.
-        if group.is_none_or(|g| g.sync().is_err()) {
-            file.sync_all()
-                .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
-        }
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
         // file and lose that of its log. Its removal is synced with the rename.
@@ -267,8 +246,7 @@ impl WorkerFile {
         // of the file's new WAL (its header, at the next write), and a name
         // made durable for unsynced data is an empty worker file after a power
         // loss: damage (ERR_DURABLE_CORRUPT for ever), not a lost write.
-        let named = group.is_some_and(|g| g.sync().is_ok());
-        if (durability == Durability::Full || stale) && !named {
+        if durability == Durability::Full || stale {
             sync_dir(parent)?;
         }
         Ok(image)

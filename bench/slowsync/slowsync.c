@@ -2,7 +2,7 @@
  * slowsync: an LD_PRELOAD shim that makes this machine's fast device look slow.
  *
  * The bench device syncs in ~40 us, which hides what sharing one sync between
- * many commits buys. Every fsync, fdatasync and syncfs made through libc (libuv,
+ * many commits buys. Every fsync/fdatasync made through libc (node's libuv,
  * Rust std, SQLite) first sleeps DW_SLOWSYNC_MS milliseconds (default 5, may
  * be fractional) and then calls the real function, so a serial writer is held
  * to ~1000/DW_SLOWSYNC_MS durable commits per second, like a slow disk.
@@ -17,14 +17,12 @@ typedef int (*sync_fn)(int);
 
 static sync_fn real_fsync;
 static sync_fn real_fdatasync;
-static sync_fn real_syncfs;
 static struct timespec delay;
 
 /* Resolve once at load time, before any thread can call in. */
 __attribute__((constructor)) static void slowsync_init(void) {
   real_fsync = (sync_fn)dlsym(RTLD_NEXT, "fsync");
   real_fdatasync = (sync_fn)dlsym(RTLD_NEXT, "fdatasync");
-  real_syncfs = (sync_fn)dlsym(RTLD_NEXT, "syncfs");
   const char *env = getenv("DW_SLOWSYNC_MS");
   double ms = env && *env ? atof(env) : 5.0;
   if (ms < 0) ms = 0;
@@ -49,10 +47,4 @@ int fsync(int fd) {
 int fdatasync(int fd) {
   slowsync_wait();
   return real_fdatasync(fd);
-}
-
-/* One device flush, as a real one is: new workers' files share it. */
-int syncfs(int fd) {
-  slowsync_wait();
-  return real_syncfs(fd);
 }

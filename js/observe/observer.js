@@ -98,7 +98,6 @@ class Observer {
       commitsInline: n.commitsInline,
       catalogCommits: n.catalogCommits,
       created: n.created,
-      creationSyncs: n.creationSyncs,
       bytesWritten: n.bytesWritten,
       queries: n.queries,
       queriesDeferred: n.queriesDeferred,

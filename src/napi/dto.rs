@@ -30,7 +30,6 @@ pub struct NativeStats {
     pub commits_inline: f64,
     pub catalog_commits: f64,
     pub created: f64,
-    pub creation_syncs: f64,
     pub bytes_written: f64,
     pub queries: f64,
     pub queries_deferred: f64,

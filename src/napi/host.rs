@@ -379,7 +379,6 @@ impl NativeHost {
             commits_inline: n(&c.commits_inline),
             catalog_commits: self.engine.catalog_commits() as f64,
             created: n(&c.created),
-            creation_syncs: self.engine.creation_syncs() as f64,
             bytes_written: n(&c.bytes_written),
             queries: n(&c.queries),
             queries_deferred: n(&c.queries_deferred),
