@@ -8,9 +8,9 @@
 // makes new workers in concurrent batches (each a file built aside, synced,
 // renamed in, its directory synced) and logs each acknowledged one outside
 // the mount; at a random moment it is killed and the power cut; the image is
-// fsck'd (as a boot would) and mounted again; every acknowledged worker must
-// be there with its value, every worker in flight at the cut whole or absent
-// (docs/guarantees.md: never a half file, never an empty one), and every
+// repaired by e2fsck (as a boot would) and mounted again; every acknowledged
+// worker must be there with its value, every worker in flight at the cut
+// whole or absent (docs/guarantees.md: never a half file), and every
 // SQLite file must pass integrity_check. Rounds continue on the same image
 // (helpers/powercut-rounds.js says how to soak: DW_POWERCUT_ROUNDS,
 // DW_POWERCUT_SEED). DW_POWERCUT_EXT4_VERBOSE=1 logs fsck's output and every
@@ -27,12 +27,18 @@ const can = ext4Available();
 if (!can.ok) test.skip(`ext4 power-cut tests need a loop device on the powercut mount: ${can.reason}`, () => {});
 const powerTest = can.ok ? test.serial : test.skip;
 
-/** The cut comes this long after the child's first acknowledgement: MIN_DELAY + [0, SPREAD) ms. */
+/**
+ * The cut comes this long after the child's first acknowledgement:
+ * MIN_DELAY + [0, SPREAD) ms, so that a round has made a batch or more (each
+ * takes tens of ms) and cuts fall anywhere in a batch.
+ */
 const MIN_DELAY = 60;
 const SPREAD = 400;
 const VERBOSE = Boolean(process.env.DW_POWERCUT_EXT4_VERBOSE);
 /** Rounds per file system: 3, or DW_POWERCUT_ROUNDS for a soak (each round checks every worker made so far). */
 const EXT4_ROUNDS = process.env.DW_POWERCUT_ROUNDS === undefined ? 3 : ROUNDS;
+/** A round takes seconds and checks every worker made before it: its time grows with the rounds. */
+const ROUNDS_MS = 60_000 + EXT4_ROUNDS * 15_000 + EXT4_ROUNDS ** 2 * 1_000;
 
 /**
  * One round: attach the image, run the child on it, kill it and cut the
@@ -106,17 +112,16 @@ async function ext4Cuts(t, { journal, seed, rounds, options }) {
   const made = new Map();
   const out = { made, rounds: [] };
   for (let round = 0; round < rounds; round++) {
-    // The image's path on the current generation's mount (each cut remounts).
-    const image = () => path.join(m.mountpoint, 'ext4.img');
+    const image = path.join(m.mountpoint, 'ext4.img');
     const delay = MIN_DELAY + Math.floor(rand() * SPREAD);
     const ackFile = path.join(root, `acks-${round}`);
     const began = Date.now();
-    const { acks, report, notes } = await cutRound(t, { m, image: image(), mnt, dir, ackFile, round, delay, options });
+    const { acks, report, notes } = await cutRound(t, { m, image, mnt, dir, ackFile, round, delay, options });
     t.true(acks.length > 0, `round ${round}: the child acknowledged something before the cut`);
     for (const [kind, id, i] of acks) if (kind === 'n') made.set(id, Number(i));
     const inFlight = inFlightOf(acks, round);
     const cutAt = Date.now();
-    const r = await afterCut(t, { m, image: image(), mnt, dir, root, made, inFlight });
+    const r = await afterCut(t, { m, image, mnt, dir, root, made, inFlight });
     const checked = Date.now();
     const where = `ext4 ${journal ? 'with' : 'without'} a journal${options ? ` -o ${options}` : ''}, seed ${seed}, round ${round} (cut ${delay} ms in, ${JSON.stringify(report)})`;
     t.log(where);
@@ -144,7 +149,7 @@ for (const [j, journal] of [false, true].entries()) {
   const fsName = `ext4 ${journal ? 'with a journal' : 'without a journal'}`;
 
   powerTest(`power cut on ${fsName}: acknowledged new workers survive`, async (t) => {
-    t.timeout(60_000 + EXT4_ROUNDS * 15_000);
+    t.timeout(ROUNDS_MS);
     const { made, rounds } = await roundsOf(t, journal, seed);
     for (const r of rounds) {
       t.is(r.error, undefined, `${r.where}: open({ dir }) and reading after the cut`);
@@ -154,7 +159,7 @@ for (const [j, journal] of [false, true].entries()) {
   });
 
   powerTest(`power cut on ${fsName}: new workers in flight at the cut are whole or absent, never damaged, and every file passes integrity_check`, async (t) => {
-    t.timeout(60_000 + EXT4_ROUNDS * 15_000);
+    t.timeout(ROUNDS_MS);
     const { rounds } = await roundsOf(t, journal, seed);
     for (const r of rounds) {
       t.is(r.error, undefined, `${r.where}: open({ dir }) and reading after the cut`);

@@ -18,14 +18,16 @@
 // A program of its own so that its descriptors are gone when it exits and
 // the ext4 mount it used can be unmounted at once.
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
-const { fork, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const { available } = require('./powercut');
+const { startChild, readAcks } = require('./powercut-rounds');
 
 const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
 /** New workers made at once by the child. */
 const BATCH = 64;
-/** The image's size (sparse): room for a soak's tens of thousands of small worker files. */
+/** The image's size (sparse; about 32,000 inodes): room for a soak's thousands of worker files. */
 const IMAGE_BYTES = 512 << 20;
 
 /** The full path of `name` on PATH (or in the sbin directories), or undefined. */
@@ -36,8 +38,9 @@ function which(name) {
 
 /**
  * Whether this machine can run the test: the power-cut mount (root,
- * /dev/fuse), the ext4 tools and a free loop device. Synchronous, so a test
- * file can decide at load time to skip visibly.
+ * /dev/fuse), the ext4 tools, ext4 in the kernel, and a loop device this
+ * process can attach (a container may list one it cannot open).
+ * Synchronous, so a test file can decide at load time to skip visibly.
  * @returns {{ ok: boolean, reason?: string }}
  */
 function ext4Available() {
@@ -45,12 +48,25 @@ function ext4Available() {
   if (!can.ok) return can;
   const missing = TOOLS.filter((tool) => which(tool) === undefined);
   if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found` };
-  if (!fs.readFileSync('/proc/filesystems', 'utf8').includes('\text4\n') && spawnSync('modprobe', ['ext4'], { stdio: 'ignore' }).status !== 0) {
-    return { ok: false, reason: 'the kernel has no ext4' };
+  if (!fs.readFileSync('/proc/filesystems', 'utf8').includes('\text4\n')) {
+    if (which('modprobe') === undefined) return { ok: false, reason: 'ext4 is not in /proc/filesystems and there is no modprobe to load it' };
+    if (spawnSync(which('modprobe'), ['ext4'], { stdio: 'ignore', timeout: 30_000 }).status !== 0) return { ok: false, reason: 'modprobe ext4 failed: the kernel has no ext4' };
   }
-  const free = spawnSync(which('losetup'), ['-f'], { encoding: 'utf8' });
-  if (free.status !== 0) return { ok: false, reason: `no free loop device (losetup -f: ${(free.stderr ?? free.error?.message ?? '').trim()})` };
-  return { ok: true };
+  return loopWorks();
+}
+
+/** Attaches and detaches a small file: whether a loop device can be used here. */
+function loopWorks() {
+  const probe = path.join(os.tmpdir(), `dw-loop-probe-${process.pid}`);
+  try {
+    fs.writeFileSync(probe, Buffer.alloc(1 << 20));
+    const r = spawnSync(which('losetup'), ['-f', '--show', probe], { encoding: 'utf8', timeout: 30_000 });
+    if (r.status !== 0) return { ok: false, reason: `no loop device to attach (losetup -f --show: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()})` };
+    spawnSync(which('losetup'), ['-d', r.stdout.trim()], { timeout: 30_000 });
+    return { ok: true };
+  } finally {
+    fs.rmSync(probe, { force: true });
+  }
 }
 
 /**
@@ -79,11 +95,18 @@ async function makeImage(m, image, { journal }) {
 
 /** What attach() made and detach() has not undone yet. */
 const live = new Set();
-// A test that times out never runs its teardowns: no mount or loop device
-// may outlive the process all the same.
-process.on('exit', () => {
+// Teardowns do not run when ava ends the worker (a signal, --fail-fast):
+// no mount or loop device may outlive the process all the same.
+const detachAll = () => {
   for (const a of live) detach(a);
-});
+};
+process.on('exit', detachAll);
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.once(signal, () => {
+    detachAll();
+    process.exit(128 + (signal === 'SIGTERM' ? 15 : 2));
+  });
+}
 
 /**
  * Attaches `image` to a free loop device and mounts it as ext4 at `mnt`
@@ -95,12 +118,15 @@ process.on('exit', () => {
  */
 function attach(t, image, mnt, options) {
   fs.mkdirSync(mnt, { recursive: true });
-  const dev = run('losetup', ['-f', '--show', image]).output;
-  const a = { dev, mnt, mounted: false, attached: true };
+  const a = { dev: undefined, mnt, mounted: false, attached: false };
   a.detach = () => detach(a);
-  live.add(a);
+  // First: once the test has ended (timed out), this throws, before anything is attached.
   t.teardown(() => a.detach());
-  run('mount', ['-t', 'ext4', ...(options ? ['-o', options] : []), dev, mnt]);
+  live.add(a);
+  a.dev = run('losetup', ['-f', '--show', image]).output;
+  a.attached = true;
+  // errors=continue whatever the image's default: a cut's I/O errors must never panic the machine.
+  run('mount', ['-t', 'ext4', '-o', ['errors=continue', options].filter(Boolean).join(','), a.dev, mnt]);
   a.mounted = true;
   return a;
 }
@@ -116,35 +142,28 @@ function detach(a) {
   const notes = [];
   if (a.mounted) {
     a.mounted = false;
-    const r = spawnSync(which('umount'), [a.mnt], { encoding: 'utf8' });
+    const r = spawnSync(which('umount'), [a.mnt], { encoding: 'utf8', timeout: 30_000 });
     if (r.status !== 0) {
-      notes.push(`umount ${a.mnt}: ${r.stderr.trim()}; lazily`);
-      spawnSync(which('umount'), ['-l', a.mnt]);
+      notes.push(`umount ${a.mnt}: ${(r.stderr || r.error?.message || '').trim()}; lazily`);
+      spawnSync(which('umount'), ['-l', a.mnt], { timeout: 30_000 });
     }
   }
   if (a.attached) {
     a.attached = false;
-    const r = spawnSync(which('losetup'), ['-d', a.dev], { encoding: 'utf8' });
-    if (r.status !== 0) notes.push(`losetup -d ${a.dev}: ${r.stderr.trim()}`);
+    const r = spawnSync(which('losetup'), ['-d', a.dev], { encoding: 'utf8', timeout: 30_000 });
+    if (r.status !== 0) notes.push(`losetup -d ${a.dev}: ${(r.stderr || r.error?.message || '').trim()}`);
   }
   return notes;
 }
 
 /**
- * e2fsck -fy of `image`, in place: what a boot after the power loss does.
- * Status 0 (clean) or 1 (errors corrected); throws on anything worse.
+ * e2fsck -fy of `image`, in place: the repair a boot after the power loss
+ * would make (it runs -p, which stops where -y goes on). Status 0 (clean) or
+ * 1 (errors corrected); throws on anything worse.
  * @returns {{ status: number, output: string }}
  */
 function fsck(image) {
   return run('e2fsck', ['-fy', image], [0, 1]);
-}
-
-/** The acknowledgement lines in `file`, split into words (a torn last line is dropped). */
-function readAcks(file) {
-  if (!fs.existsSync(file)) return [];
-  const lines = fs.readFileSync(file, 'utf8').split('\n');
-  lines.pop(); // after the last newline: empty, or a line the kill cut short
-  return lines.map((l) => l.split(' '));
 }
 
 /**
@@ -153,28 +172,16 @@ function readAcks(file) {
  * @param {import('ava').ExecutionContext} t
  */
 function startCreator(t, dir, round, ackFile) {
-  const child = fork(__filename, ['create', dir, String(round)], {
-    env: { ...process.env, ACK_FILE: ackFile },
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
-  const out = { child, stderr: '' };
-  child.stderr.setEncoding('utf8').on('data', (s) => (out.stderr += s));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  out.ready = new Promise((resolve, reject) => {
-    child.on('message', (msg) => msg.ready && resolve());
-    child.on('exit', (code, signal) => reject(new Error(`the child ended before it was ready (code ${code}, signal ${signal}):\n${out.stderr}`)));
-  });
-  return out;
+  return startChild(t, __filename, ['create', dir, String(round)], ackFile);
 }
 
 /**
- * Runs this file as `check <dir> <ackFile>` and returns what it printed:
- * { workers, missing: string[] }, or { error } if it could not open or read.
+ * Runs this file as `check <dir> <list>` and returns what it printed:
+ * { workers, missing: string[], damaged: string[] }, or { error } if it
+ * could not open or read.
  */
 function checkWorkers(dir, ackFile) {
-  const r = spawnSync(process.execPath, [__filename, 'check', dir, ackFile], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [__filename, 'check', dir, ackFile], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
   try {
     return JSON.parse(r.stdout);
   } catch {
@@ -249,7 +256,7 @@ if (require.main === module) {
       console.error(err);
       process.exit(2);
     });
-  } else {
+  } else if (mode === 'check') {
     check(dir, arg).then(
       (r) => {
         process.stdout.write(JSON.stringify(r));

@@ -330,4 +330,4 @@ async function must(t, where, what, p) {
   }
 }
 
-module.exports = { ROUNDS, BASE_SEED, prng, sleep, integrity, catalogCheck, engineCuts, must, powerTestOf, idsOf };
+module.exports = { ROUNDS, BASE_SEED, prng, sleep, startChild, readAcks, integrity, catalogCheck, engineCuts, must, powerTestOf, idsOf };

@@ -26,9 +26,9 @@ pub(crate) struct Io {
 impl Io {
     /// Runs `job` on the creation threads; false once the host is closing.
     pub(crate) fn submit_create(&self, job: committer::Job) -> bool {
-        let creator = self
-            .creator
-            .get_or_init(|| Committer::start(committer::CREATE_THREADS, Duration::ZERO).ok());
+        let creator = self.creator.get_or_init(|| {
+            Committer::start("dw-create", committer::CREATE_THREADS, Duration::ZERO).ok()
+        });
         match creator {
             Some(c) => c.submit(job),
             None => self.committer.submit(job),
@@ -98,8 +98,8 @@ impl NativeHost {
         );
         engine.start_bases().map_err(|e| to_js(env, &e))?;
         let evict_after = Duration::from_secs_f64(options.evict_after_ms.max(0.0) / 1000.0);
-        let committer =
-            Committer::start(committer::THREADS, committer::SPIN).map_err(|e| to_js(env, &e))?;
+        let committer = Committer::start("dw-commit", committer::THREADS, committer::SPIN)
+            .map_err(|e| to_js(env, &e))?;
         Ok(NativeHost {
             engine,
             live: Mutex::new(LiveSet::new(options.max_live as usize, evict_after)),
