@@ -37,15 +37,10 @@ const path = require('node:path');
 const { open } = require('../..');
 const { repair } = require('../../js/tools/repair');
 const { Counter, Cell, Books, Clock, Alarmed, ledgerClass, ledgerField } = require('./powercut-workers');
+const { ackWriter } = require('./powercut-rounds');
 
 const [scenario, dir, round, durability = 'full'] = process.argv.slice(2);
-const ackFd = fs.openSync(process.env.ACK_FILE, 'a');
-let acked = false;
-const ack = (line) => {
-  fs.writeSync(ackFd, `${line}\n`);
-  if (!acked) process.send({ ready: true });
-  acked = true;
-};
+const { ack } = ackWriter();
 const forever = 1e9;
 
 const parallel = (n, body) => Promise.all(Array.from({ length: n }, (_, i) => body(i)));

@@ -22,7 +22,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { available } = require('./powercut');
-const { startChild, readAcks } = require('./powercut-rounds');
+const { startChild, ackWriter, readAcks } = require('./powercut-rounds');
 
 const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
 /** New workers made at once by the child. */
@@ -193,16 +193,10 @@ function checkWorkers(dir, ackFile) {
 async function create(dir, round) {
   const { open } = require('../..');
   const { Cell } = require('./powercut-workers');
-  const ackFd = fs.openSync(process.env.ACK_FILE, 'a');
-  let acked = false;
-  const ack = (line) => {
-    fs.writeSync(ackFd, `${line}\n`);
-    if (!acked) process.send({ ready: true });
-    acked = true;
-  };
+  const { ack, note } = ackWriter();
   const host = await open({ dir });
   for (let b = 0; ; b++) {
-    fs.writeSync(ackFd, `b ${b}\n`);
+    note(`b ${b}`);
     await Promise.all(
       Array.from({ length: BATCH }, async (_, i) => {
         const id = `r${round}-${b}-${i}`;

@@ -62,6 +62,25 @@ function startChild(t, program, args, ackFile) {
   return out;
 }
 
+/**
+ * The child's side of startChild: `ack(line)` appends a line to ACK_FILE,
+ * synchronously (it is there before what it acknowledges goes on), and the
+ * first one sends { ready: true }; `note(line)` appends without counting as
+ * an acknowledgement.
+ * @returns {{ ack: (line: string) => void, note: (line: string) => void }}
+ */
+function ackWriter() {
+  const fd = fs.openSync(process.env.ACK_FILE, 'a');
+  let acked = false;
+  const note = (line) => fs.writeSync(fd, `${line}\n`);
+  const ack = (line) => {
+    note(line);
+    if (!acked) process.send({ ready: true });
+    acked = true;
+  };
+  return { ack, note };
+}
+
 /** The acknowledgement lines a child wrote, split into words (a torn last line is dropped). */
 function readAcks(file) {
   if (!fs.existsSync(file)) return [];
@@ -330,4 +349,4 @@ async function must(t, where, what, p) {
   }
 }
 
-module.exports = { ROUNDS, BASE_SEED, prng, sleep, startChild, readAcks, integrity, catalogCheck, engineCuts, must, powerTestOf, idsOf };
+module.exports = { ROUNDS, BASE_SEED, prng, sleep, startChild, ackWriter, readAcks, integrity, catalogCheck, engineCuts, must, powerTestOf, idsOf };
