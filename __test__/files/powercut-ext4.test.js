@@ -19,13 +19,11 @@ const test = require('ava');
 const fs = require('node:fs');
 const path = require('node:path');
 const { mount } = require('../helpers/powercut');
-const { ROUNDS, BASE_SEED, prng, sleep, integrity } = require('../helpers/powercut-rounds');
+const { ROUNDS, BASE_SEED, prng, sleep, integrity, powerTestOf } = require('../helpers/powercut-rounds');
 const { BATCH, ext4Available, makeImage, attach, fsck, readAcks, startCreator, checkWorkers } = require('../helpers/powercut-ext4');
 const { tmpDir } = require('../helpers/tmp');
 
-const can = ext4Available();
-if (!can.ok) test.skip(`ext4 power-cut tests need a loop device on the powercut mount: ${can.reason}`, () => {});
-const powerTest = can.ok ? test.serial : test.skip;
+const powerTest = powerTestOf(test, ext4Available, 'an ext4 image on a loop device over the powercut mount');
 
 /**
  * The cut comes this long after the child's first acknowledgement:

@@ -22,7 +22,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { available } = require('./powercut');
-const { startChild, ackWriter, readAcks } = require('./powercut-rounds');
+const { startChild, ackWriter, readAcks, idsOf } = require('./powercut-rounds');
 
 const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
 /** New workers made at once by the child. */
@@ -226,8 +226,7 @@ async function check(dir, list) {
   const { Cell } = require('./powercut-workers');
   const lines = readAcks(list);
   const host = await open({ dir });
-  const listed = new Set();
-  for await (const id of host.ids(Cell)) listed.add(id);
+  const listed = await idsOf(host, Cell);
   const out = { workers: 0, missing: [], damaged: [] };
   for (const [kind, id, n] of lines) {
     const i = Number(n);

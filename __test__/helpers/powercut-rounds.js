@@ -322,13 +322,16 @@ function engineCuts(t, { scenario, mode, seed, durability = 'full', catalog = tr
 }
 
 /**
- * `test.serial` when the power-cut mount works here; otherwise `test.skip`,
- * with one visible skipped test saying why.
+ * `test.serial` when `check()` says the power-cut tests can run here (by
+ * default: the power-cut mount works); otherwise `test.skip`, with one
+ * visible skipped test saying why.
  * @param {import('ava').TestFn} test
+ * @param {() => { ok: boolean, reason?: string }} [check]
+ * @param {string} [needs] what the tests need, for the skip's title
  */
-function powerTestOf(test) {
-  const can = available();
-  if (!can.ok) test.skip(`power-cut tests need the powercut mount: ${can.reason}`, () => {});
+function powerTestOf(test, check = available, needs = 'the powercut mount') {
+  const can = check();
+  if (!can.ok) test.skip(`power-cut tests need ${needs}: ${can.reason}`, () => {});
   return can.ok ? test.serial : test.skip;
 }
 
