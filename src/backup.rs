@@ -82,14 +82,6 @@ pub struct Report {
 /// Copies `engine`'s directory into `dest`, which must not exist or be empty.
 pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
     engine.check_open()?;
-    if engine.serves_objects.load(Ordering::Relaxed) {
-        return Err(Error::Backup {
-            detail:
-                "this host serves Durable Objects, whose connections a snapshot cannot hold yet; \
-                     stop it and run `durable-workers backup` on the directory"
-                    .into(),
-        });
-    }
     ensure_empty(dest)?;
     let catalog = match engine.catalog_blocking(Op::Image)? {
         Reply::Image(bytes) => bytes,
@@ -129,10 +121,11 @@ pub(crate) fn copy_workers(
             .split('/')
             .fold(engine.dir().to_path_buf(), |p, part| p.join(part));
         let dst = dest.join(name);
-        copy_worker(engine, &src, |bytes| {
+        let mark = || marks.map_or(0, |a| a.mark(&src));
+        copy_worker(engine, &src, mark, |bytes, seq| {
             let mut c = write_out(&dst, name, bytes)?;
-            if let Some(a) = marks {
-                c.seq = a.mark(&src);
+            if marks.is_some() {
+                c.seq = seq;
                 c.at = crate::archive::now_ms();
             }
             Ok(c)
@@ -150,19 +143,28 @@ pub(crate) fn copy_workers(
     Ok(report)
 }
 
-/// Copies the file at `src` through `copy`: through its handle if one is
-/// alive, or with the path pinned. `None` when there is no file.
+/// Copies the file at `src` through `copy`, with the archive's `mark` taken
+/// while the file is held: through its handle if one is alive, or with the
+/// path pinned. `None` when there is no file.
 fn copy_worker<T>(
     engine: &Engine,
     src: &Path,
-    copy: impl Fn(&[u8]) -> Result<T>,
+    mark: impl Fn() -> u64,
+    copy: impl Fn(&[u8], u64) -> Result<T>,
 ) -> Result<Option<T>> {
     let started = std::time::Instant::now();
     loop {
         // A host closing stops a copy waiting for a worker.
         engine.check_open()?;
         match engine.handles.claim(src) {
-            Claim::Handle(worker) => match worker.with_image(&copy)? {
+            Claim::Object(object) => match object.with_image(&mark, &copy)? {
+                Image::Copied(out) => return Ok(Some(out)),
+                Image::NoFile => return Ok(None),
+                // Closed, or broken by a failed sync: it leaves the map
+                // once its file is as it stays.
+                _ => std::thread::yield_now(),
+            },
+            Claim::Handle(worker) => match worker.with_image(|bytes| copy(bytes, mark()))? {
                 Image::Copied(out) => return Ok(Some(out)),
                 Image::NoFile => return Ok(None),
                 // Closing now; it leaves the map as soon as it has closed.
@@ -182,7 +184,7 @@ fn copy_worker<T>(
                 Image::Unsynced => std::thread::sleep(std::time::Duration::from_micros(50)),
             },
             Claim::Pinned(_pin) => {
-                return match closed_image(src, engine.durability, &copy)? {
+                return match closed_image(src, engine.durability, |bytes| copy(bytes, mark()))? {
                     Image::Copied(out) => Ok(Some(out)),
                     _ => Ok(None),
                 }

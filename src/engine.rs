@@ -56,11 +56,8 @@ pub struct Engine {
     /// A moving average of a log sync's time in µs: `u32::MAX` until one has
     /// been measured, 0 when commits are not synced (`Relaxed`).
     sync_micros: AtomicU32,
-    /// The worker handles alive, for snapshots.
+    /// The worker and Durable Object handles alive, for snapshots.
     pub(crate) handles: Handles,
-    /// Whether a Durable Object's storage has been opened here: their
-    /// connections are not worker handles, and a snapshot refuses them.
-    pub(crate) serves_objects: AtomicBool,
     /// Where every commit is shipped as it is made, when configured.
     pub(crate) archive: Option<Archive>,
 }
@@ -115,7 +112,6 @@ impl Engine {
                 Durability::Relaxed => 0,
             }),
             handles: Handles::default(),
-            serves_objects: AtomicBool::new(false),
             archive,
         })
     }

@@ -1,6 +1,7 @@
 'use strict';
 // Runs fixtures/archive-load.js (writes under load with the continuous
-// archive on) for a while, then SIGKILLs it.
+// archive on), or another fixture that reports as it does, for a while,
+// then SIGKILLs it.
 const path = require('node:path');
 const { fork } = require('node:child_process');
 
@@ -9,11 +10,12 @@ const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load.js');
 /**
  * @param {string[]} args the fixture's arguments: dir, archive (or spool), baseEvery[, endpoint, bucket]
  * @param {number} ms how long the load runs before the kill
+ * @param {string} [fixture] the load's module (default fixtures/archive-load.js)
  * @returns {Promise<{ ops: [string, string, number, number][], started: number, killedAt: number }>}
  *   each acknowledged write as [worker, key, begun, acknowledged] (epoch ms)
  */
-async function loadThenKill(t, args, ms) {
-  const child = fork(LOAD, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function loadThenKill(t, args, ms, fixture = LOAD) {
+  const child = fork(fixture, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   t.teardown(() => child.kill('SIGKILL'));
   const ops = [];
   await new Promise((resolve, reject) => {

@@ -84,12 +84,7 @@ function validate(options) {
     if (o.clock !== SYSTEM) throw new TypeError('open(): clock and shards cannot be combined: a shard thread cannot read a TestClock (test sharded classes in process)');
     o.shards = shards(o.shards);
   }
-  if (o.archive !== undefined) {
-    // Relaxed commits reach the disk at checkpoints: an archive synced every
-    // 200 ms could hold writes a power cut took from the worker.
-    if (o.durability === 'relaxed') throw new RangeError("open(): archive needs durability 'full': with 'relaxed', the archive could hold writes a power loss takes from the worker");
-    o.archive = archive(o.archive, o.dir);
-  }
+  if (o.archive !== undefined) o.archive = archive(o.archive, o.dir, o.durability);
   return o;
 }
 
@@ -97,9 +92,13 @@ function validate(options) {
  * `archive: { to | s3: { client, bucket, prefix? }, spool?, retain = '7d', baseEvery = '1d' }`:
  * a directory outside `dir`, or a bucket (shipped from a local spool,
  * `<dir>.archive-spool` unless given); durations as ms or a number with a
- * unit (ms, s, m, h, d).
+ * unit (ms, s, m, h, d). Refused with durability 'relaxed'. Durable Object
+ * hosts (do/host.js) take the same option.
  */
-function archive(a, dir) {
+function archive(a, dir, durability) {
+  // Relaxed commits reach the disk at checkpoints: an archive synced every
+  // 200 ms could hold writes a power cut took from the worker.
+  if (durability === 'relaxed') throw new RangeError("open(): archive needs durability 'full': with 'relaxed', the archive could hold writes a power loss takes from the worker");
   if (a === null || typeof a !== 'object') throw new TypeError('open(): archive must be an object { to } or { s3: { client, bucket, prefix? } }');
   refuseUnknown(a, ARCHIVE_OPTIONS, 'archive.');
   const o = { ...ARCHIVE_DEFAULTS, ...a };
@@ -158,4 +157,4 @@ function shards(s) {
   return { ...o, module: resolved, exports: require(resolved) };
 }
 
-module.exports = { validate, DEFAULTS };
+module.exports = { validate, archive, DEFAULTS };

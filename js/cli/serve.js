@@ -7,7 +7,7 @@ const { parse, withUsage, UsageError } = require('./args');
 const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, OWNED: 3 });
 
 const help = `usage: durable-workers serve [entry] [--config <file>] [--dir <dir>] [--port <n>] [--host <addr>]
-                              [--max-open-files <n>]
+                              [--max-open-files <n>] [--archive <dir> [--archive-retain <d>]]
 
 Runs a Wrangler project's Worker and its Durable Objects in this Node
 process: the config's Durable Object bindings (SQLite-backed for
@@ -31,6 +31,14 @@ completed, and open sockets are closed with 1001 when the server stops.
                     the least recently used idle objects close theirs until
                     their next event (each open file holds about three
                     descriptors and SQLite's memory)
+  --archive <dir>   ship every commit to this directory as it commits, over
+                    a base copy taken at start and daily: restorable to any
+                    moment with durable-workers restore --at (docs/backups.md)
+  --archive-retain <d>
+                    how far back the archive keeps (default 7d; s, m, h, d)
+
+While it serves, \`durable-workers backup <dir> <dest>\` takes a snapshot
+through the directory's control socket.
 
 exit codes:
   0  stopped by SIGINT or SIGTERM
@@ -40,7 +48,7 @@ exit codes:
   3  another process serves <dir> (ERR_DURABLE_LOCKED)`;
 
 /**
- * `serve [entry] [--config F] [--dir D] [--port N] [--host H] [--max-open-files N]`.
+ * `serve [entry] [--config F] [--dir D] [--port N] [--host H] [--max-open-files N] [--archive D [--archive-retain T]]`.
  * @param {string[]} args the arguments after `serve`
  * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
  * @returns {Promise<number>} the exit code (see EXIT), once stopped
@@ -53,6 +61,8 @@ async function run(args, io) {
       port: { type: 'string' },
       host: { type: 'string' },
       'max-open-files': { type: 'string' },
+      archive: { type: 'string' },
+      'archive-retain': { type: 'string' },
     });
     if (positionals.length > 1) throw new UsageError(`serve takes at most one entry module (got ${positionals.join(' ')})`);
     const port = portOption(values.port);
@@ -62,6 +72,16 @@ async function run(args, io) {
       throw new UsageError(`--max-open-files must be a whole number >= 1 (got ${JSON.stringify(values['max-open-files'])})`);
     }
     values.maxOpenFiles = maxOpenFiles;
+    if (values['archive-retain'] !== undefined && values.archive === undefined) throw new UsageError('--archive-retain needs --archive <dir>');
+    if (values.archive === '') throw new UsageError('--archive must name a directory');
+    values.archiveOption = values.archive === undefined ? undefined : { to: values.archive, ...(values['archive-retain'] !== undefined && { retain: values['archive-retain'] }) };
+    if (values.archiveOption !== undefined) {
+      try {
+        require('../api/options').archive(values.archiveOption, values.dir ?? '.data');
+      } catch (err) {
+        throw new UsageError(err.message.replace(/^open\(\): archive(\.retain)?/, (_, retain) => (retain ? '--archive-retain' : '--archive')));
+      }
+    }
     // Signals are ours from before startup: one arriving while the objects
     // open stops the server as soon as it exists. Once each, so a second
     // signal gets Node's default and ends the process.
@@ -82,7 +102,7 @@ async function start(entry, values, port, io, signal) {
   const { serve } = require('../do/serve');
   let server;
   try {
-    server = await serve({ entry, config: values.config, dir: values.dir, port, host: values.host, maxOpenFiles: values.maxOpenFiles });
+    server = await serve({ entry, config: values.config, dir: values.dir, port, host: values.host, maxOpenFiles: values.maxOpenFiles, archive: values.archiveOption });
   } catch (err) {
     return failure(err, values, io);
   }

@@ -5,11 +5,15 @@
 
 const path = require('node:path');
 const { Commits } = require('../runtime/commits');
-const { fromNative } = require('../api/errors');
+const { openNative } = require('../runtime/open-native');
+const { archive: archiveOption } = require('../api/options');
+const { takeSnapshot } = require('../tools/backup');
 const { DurableObjectNamespace, kClose } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
 const { ObjectAlarms } = require('./alarms');
 const { OpenFiles } = require('./open-files');
+const { DurableError, codes } = require('../api/errors');
+const { CONTROL_VIEW } = require('../api/host');
 
 /**
  * Object files kept open at most (about three descriptors each): past it the
@@ -23,28 +27,26 @@ const DEFAULT_MAX_OPEN_FILES = 128;
  * already due in `dir` fire at once; the others when due (./alarms.js).
  * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
  *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number, maxOpenFiles?: number,
- *           log?: (line: string) => void }} o
+ *           archive?: object, control?: boolean, log?: (line: string) => void }} o
  *   log: where a failing WebSocket handler is reported (default stderr)
  *   alarmRetryMs: the delay before the first retry of an alarm() that threw, doubled for each
  *   later one (default 2000, as workerd; tests shorten it)
  *   maxOpenFiles: object files kept open at most; the least recently used idle objects past it close
  *   theirs until their next event (default 128)
- * @returns {Promise<{ env: Record<string, unknown>, close(): Promise<void> }>}
+ *   archive: the continuous archive, as open()'s option of that name (docs/backups.md)
+ *   control: serve `durable-workers backup` on the directory's control socket (default false)
+ * @returns {Promise<ObjectsHost>}
  */
 async function openObjects(o) {
-  const { NativeHost } = require('../native/load');
   const commits = new Commits();
   const dir = path.resolve(o.dir);
-  let native;
-  try {
-    native = NativeHost.open(dir, { durability: o.durability ?? 'full', maxLive: 1 << 20, evictAfterMs: 0 }, commits.done);
-  } catch (err) {
-    commits.close();
-    throw fromNative(err, `open(${JSON.stringify(dir)})`);
-  }
+  const durability = o.durability ?? 'full';
+  const archive = o.archive === undefined ? undefined : archiveOption(o.archive, dir, durability);
+  const { native, shipper, archiveStats } = await openNative(dir, { durability, maxLive: 1 << 20, evictAfterMs: 0 }, archive, commits);
   const maxOpenFiles = o.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
   if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) {
     await native.close();
+    await shipper?.close();
     commits.close();
     throw new TypeError('openObjects: maxOpenFiles must be an integer >= 1');
   }
@@ -76,21 +78,70 @@ async function openObjects(o) {
   } catch (err) {
     // The directory must not stay owned by a host nobody can close.
     await native.close();
+    await shipper?.close();
     commits.close();
     throw err;
   }
   host.alarms.start();
-  return {
+  let control = null;
+  let closing = null;
+  /** @type {ObjectsHost} */
+  const objects = {
     env,
-    async close() {
-      await host.alarms.stop();
-      await Promise.all(namespaces.map((ns) => ns[kClose]()));
-      // The index writes the last commits asked for.
-      await host.alarms.drain();
-      await native.close();
-      commits.close();
+    dir,
+    backup(dest) {
+      if (closing !== null) return Promise.reject(new DurableError(codes.CLOSED, `backup(): the host serving ${dir} is closed`));
+      return takeSnapshot(native, dir, dest);
+    },
+    stats() {
+      return { archive: archiveStats() };
+    },
+    close() {
+      closing ??= (async () => {
+        await control?.close();
+        await host.alarms.stop();
+        await Promise.all(namespaces.map((ns) => ns[kClose]()));
+        // The index writes the last commits asked for.
+        await host.alarms.drain();
+        await native.close();
+        await shipper?.close();
+        commits.close();
+      })();
+      return closing;
     },
   };
+  if (o.control === true) control = await require('../control/server').startControl(controlView(objects, native), dir);
+  return objects;
 }
+
+/**
+ * What the control socket reaches of a Durable Object host: `backup`, and
+ * `summary` (what `inspect` prints). The other operations read a worker
+ * host's counters, which this one has not.
+ * @param {ObjectsHost} objects
+ * @param {object} native its NativeHost
+ */
+function controlView(objects, native) {
+  const refuse = () => {
+    throw new DurableError(codes.CONTROL, `${objects.dir} is served by a Durable Object host (durable-workers serve), whose control socket answers backup and summary (inspect) only`);
+  };
+  return {
+    dir: objects.dir,
+    backup: (dest) => objects.backup(dest),
+    stats: refuse,
+    metrics: refuse,
+    [CONTROL_VIEW]: () => ({ summary: (alarms) => native.summary(alarms), workers: refuse, shards: refuse, latency: refuse }),
+  };
+}
+
+/**
+ * @typedef {object} ObjectsHost
+ * @property {Record<string, unknown>} env the bindings (namespaces) and vars
+ * @property {string} dir the durable directory, resolved
+ * @property {(dest: string) => Promise<import('../tools/backup').SnapshotReport>} backup a snapshot of
+ *   every object's file and the catalog into `dest` (new or empty, outside dir) while the objects serve
+ * @property {() => { archive: object | null }} stats the continuous archive's counters, null without one
+ * @property {() => Promise<void>} close closes every object, then the directory
+ */
 
 module.exports = { openObjects };

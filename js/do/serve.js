@@ -47,12 +47,15 @@ const TS = new Set(['.ts', '.mts']);
  * Loads the Wrangler project, opens its Durable Objects and serves its
  * Worker over HTTP.
  * @param {{ entry?: string, config?: string, cwd?: string, dir?: string, port?: number, host?: string,
- *           durability?: 'full' | 'relaxed', drainMs?: number, maxOpenFiles?: number, log?: (line: string) => void }} [o]
+ *           durability?: 'full' | 'relaxed', drainMs?: number, maxOpenFiles?: number, archive?: object, control?: boolean,
+ *           log?: (line: string) => void }} [o]
  *   entry: the Worker module (default: the config's `main`); config: the Wrangler config (default: searched from cwd);
  *   dir: the durable directory (default `.data`, relative to cwd); port: 0 picks a free one;
  *   drainMs: how long close() waits for requests in flight (default 10 s); log: where app errors go (default stderr);
- *   maxOpenFiles: object files kept open at most (default 128; see openObjects)
- * @returns {Promise<{ url: string, port: number, host: string, warnings: string[], close(): Promise<void> }>}
+ *   maxOpenFiles: object files kept open at most (default 128; see openObjects);
+ *   archive: the continuous archive, as open()'s (docs/backups.md); control: answer `durable-workers backup`
+ *   on the directory's control socket (default true)
+ * @returns {Promise<{ url: string, port: number, host: string, warnings: string[], backup(dest: string): Promise<object>, close(): Promise<void> }>}
  * @throws {DurableError} ERR_DURABLE_CONFIG (the project cannot be served, the message says why),
  *   ERR_DURABLE_LOCKED (another process serves `dir`); an Error with code EADDRINUSE when the port is taken
  */
@@ -84,7 +87,17 @@ async function serve(o = {}) {
   const warnings = [...config.warnings];
   const handler = fetchHandler(mod.default, entry, warnings);
 
-  const objects = await openObjects({ dir: opts.dir, name: config.name ?? undefined, bindings, vars: config.vars, durability: o.durability, maxOpenFiles: o.maxOpenFiles, log: opts.log });
+  const objects = await openObjects({
+    dir: opts.dir,
+    name: config.name ?? undefined,
+    bindings,
+    vars: config.vars,
+    durability: o.durability,
+    maxOpenFiles: o.maxOpenFiles,
+    archive: o.archive,
+    control: o.control ?? true,
+    log: opts.log,
+  });
   const env = objects.env;
   const token = claimEnv(env);
 
@@ -158,6 +171,8 @@ async function serve(o = {}) {
     port,
     host: opts.host,
     warnings,
+    /** A snapshot of the objects' directory into `dest` while they serve (docs/backups.md). */
+    backup: (dest) => objects.backup(dest),
     /** Stops accepting, lets requests in flight finish (bounded), closes the objects. Idempotent. */
     close() {
       closing ??= shutdown();

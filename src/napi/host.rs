@@ -166,15 +166,14 @@ impl NativeHost {
     /// A handle on one Durable Object's storage. Does no I/O.
     #[napi]
     pub fn object(&self, class_name: String, id: String) -> NativeObject {
-        self.engine
-            .serves_objects
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let inner = Arc::new(crate::object::Object::new(
+            self.engine.clone(),
+            class_name,
+            id,
+        ));
+        self.engine.handles.insert_object(&inner);
         NativeObject {
-            inner: Arc::new(crate::object::Object::new(
-                self.engine.clone(),
-                class_name,
-                id,
-            )),
+            inner,
             io: self.io.clone(),
             held: Default::default(),
         }

@@ -170,7 +170,7 @@ impl NativeObject {
     /// `COMMIT` rolls back and gives the user's error.
     #[napi]
     pub fn commit(&self, env: &Env) -> napi::Result<Committed> {
-        let out = self.with(env, |f| Ok(f.commit()))?;
+        let out = self.inner.commit().map_err(|e| to_js(env, &e))?;
         let written = match out {
             Ok(Some(w)) => w,
             Ok(None) => {
@@ -207,7 +207,7 @@ impl NativeObject {
         let Some(written) = self.held.borrow_mut().pop_front() else {
             return Err(to_js(env, &Error::internal("settle with no commit held")));
         };
-        if inline && written.fresh.is_none() && self.inner.engine().syncs_fast() {
+        if inline && !written.fresh && self.inner.engine().syncs_fast() {
             let started = Instant::now();
             self.inner.settle(&written).map_err(|e| to_js(env, &e))?;
             self.inner

@@ -24,7 +24,7 @@ use super::kv::AlarmCache;
 use super::stmt::StmtCache;
 use crate::cache;
 use crate::error::{Error, Result};
-use crate::files::{create_dirs_synced, sync_dir};
+use crate::files::create_dirs_synced;
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 
@@ -92,26 +92,15 @@ pub struct ObjectFile {
     pub(super) alarm: std::cell::RefCell<AlarmCache>,
 }
 
-/// A commit written to the log, for a commit thread to make durable.
+/// A commit written to the log, for a commit thread to make durable
+/// ([`super::Object::settle`]).
 pub struct Written {
     pub unsynced: Unsynced,
-    /// The database file and its directory need a sync first (a new file).
-    pub fresh: Option<PathBuf>,
-}
-
-impl Written {
-    /// Syncs what the commit needs, the file's first sync included.
-    pub fn sync(&self, path: &Path) -> Result<()> {
-        if let Some(db) = &self.fresh {
-            std::fs::File::open(db)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("sync {}", db.display()), e))?;
-            if let Some(dir) = db.parent() {
-                sync_dir(dir)?;
-            }
-        }
-        self.unsynced.sync(path)
-    }
+    /// The first commit in a new file: its sync covers the file and its
+    /// directory too (three syncs), so it is never made on the JS thread.
+    pub fresh: bool,
+    /// Its number among the object's commits, from 1 (`Object::commit`).
+    pub n: u64,
 }
 
 fn id_check(id: &str) -> i32 {
@@ -361,8 +350,12 @@ impl ObjectFile {
             return Ok(None);
         };
         let unsynced = wal.written()?;
-        let fresh = std::mem::take(&mut self.fresh).then(|| self.path.clone());
-        Ok(Some(Written { unsynced, fresh }))
+        let fresh = std::mem::take(&mut self.fresh);
+        Ok(Some(Written {
+            unsynced,
+            fresh,
+            n: 0,
+        }))
     }
 
     /// Drops the open transaction's writes.
@@ -404,6 +397,15 @@ impl ObjectFile {
             }
         }
         Ok(())
+    }
+
+    /// The file's bytes as of its last commit, its log's frames included
+    /// (a database file in WAL mode), for a copy: outside a transaction.
+    pub(crate) fn image(&mut self) -> Result<Vec<u8>> {
+        self.conn
+            .serialize(rusqlite::MAIN_DB)
+            .map(|d| d.to_vec())
+            .map_err(|e| Error::sqlite("snapshot", &self.path, e))
     }
 
     /// Checkpoints the log (the caller holds the connection between events).
@@ -508,7 +510,7 @@ pub enum Savepoint {
 }
 
 /// An empty database marked as the object `id`'s, as a file in WAL mode.
-fn empty_image(id: &str) -> rusqlite::Result<Vec<u8>> {
+pub(crate) fn empty_image(id: &str) -> rusqlite::Result<Vec<u8>> {
     let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(&format!(
         "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {};",

@@ -1,17 +1,25 @@
 //! One object's storage: its connection and where it stands.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
-use super::file::{ObjectFile, Written};
+use super::file::{ExecError, ObjectFile, Written};
+use crate::archive::Change;
+use crate::backup::Image;
 use crate::catalog::Op;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::files::sync_dir;
 use crate::layout;
+use crate::wal::Pages;
+
+/// How long a copy waits for an object's written commits to be synced.
+const UNSYNCED_WAIT: Duration = Duration::from_secs(30);
 
 enum State {
     Unopened,
@@ -42,6 +50,24 @@ pub struct Object {
     /// device that failed a sync may report the next as done without having
     /// written what the failed one lost. True once a sync has failed.
     syncing: Mutex<bool>,
+    /// [`Object::syncing`]'s flag, read by a copy that holds `state`
+    /// (which a failing sync takes after `syncing`).
+    failed: AtomicBool,
+    /// Its file is made and not yet synced: the next sync covers the file
+    /// and its directory first, whichever commit it is for (syncs of one
+    /// object's commits may run in any order).
+    file_unsynced: AtomicBool,
+    /// Commits written and not yet settled; `drained` is signalled when
+    /// none is left (a copy waits for it: [`Object::with_image`]).
+    pending: AtomicUsize,
+    drained: (Mutex<()>, Condvar),
+    /// Commits numbered as written ([`Written::n`]).
+    written: AtomicU64,
+    /// With an archive: each written commit's pages, read from the log as
+    /// it was written (a later commit may start the log over before this
+    /// one's sync), until a sync makes them durable and they are recorded
+    /// in order.
+    unshipped: Mutex<VecDeque<(u64, Result<Option<Pages>>)>>,
 }
 
 impl Object {
@@ -54,6 +80,12 @@ impl Object {
             path,
             state: Mutex::new(State::Unopened),
             syncing: Mutex::new(false),
+            failed: AtomicBool::new(false),
+            file_unsynced: AtomicBool::new(false),
+            pending: AtomicUsize::new(0),
+            drained: Default::default(),
+            written: AtomicU64::new(0),
+            unshipped: Mutex::default(),
         }
     }
 
@@ -84,6 +116,8 @@ impl Object {
             }
             State::Unopened => {}
         }
+        // A copy may have pinned the file before this handle was made.
+        self.engine.handles.wait_unpinned(&self.path);
         let (file, exists) = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
             Some(f) => (f, true),
             None => (ObjectFile::empty(&self.path)?, false),
@@ -178,6 +212,7 @@ impl Object {
             State::Closed => return Err(Error::Closed),
         };
         let mut file = ObjectFile::create(&self.path, &self.id, self.engine.durability)?;
+        self.file_unsynced.store(true, Ordering::Release);
         if let State::Open(standin) = &*state {
             file.follow(standin);
         }
@@ -187,28 +222,50 @@ impl Object {
         Ok(true)
     }
 
+    /// Ends the implicit transaction ([`ObjectFile::commit`]): the commit it
+    /// writes counts as pending until its [`Object::settle`]; with an
+    /// archive, its pages are read now, while no other commit can be written.
+    pub fn commit(&self) -> Result<std::result::Result<Option<Written>, ExecError>> {
+        self.with(|f| {
+            let mut out = f.commit();
+            if let Ok(Some(w)) = &mut out {
+                self.pending.fetch_add(1, Ordering::AcqRel);
+                w.n = self.written.fetch_add(1, Ordering::Relaxed) + 1;
+                if self.engine.archive.is_some() {
+                    self.unshipped.lock().push_back((w.n, w.unsynced.pages()));
+                }
+            }
+            out
+        })
+    }
+
     /// Makes a written commit durable (on a commit thread, or on the JS
-    /// thread for a commit alone on an idle loop), then checkpoints
-    /// the log if it has grown. A failed sync closes the file and cuts the
-    /// commit from the log: no later open finds what was reported failed.
+    /// thread for a commit alone on an idle loop), ships it to the archive
+    /// if there is one, then checkpoints the log if it has grown. A failed
+    /// sync closes the file and cuts the commit from the log: no later open
+    /// finds what was reported failed.
     pub fn settle(&self, written: &Written) -> Result<()> {
         let mut failed = self.syncing.lock();
         if *failed {
             // Reported failed, so cut from the log too: it may lie before
             // the commit whose sync failed (the syncs ran out of order).
             let _ = written.unsynced.discard(&self.path);
+            self.settled();
             return Err(Error::io(
                 format!("sync the log of {}", self.path.display()),
                 std::io::Error::other("an earlier commit of this object failed to sync"),
             ));
         }
         let started = Instant::now();
-        if let Err(e) = written.sync(&self.path) {
+        if let Err(e) = self.sync(written) {
             *failed = true;
+            self.failed.store(true, Ordering::Release);
+            self.settled();
             if let State::Open(f) = std::mem::replace(&mut *self.state.lock(), State::Closed) {
                 f.abandon();
             }
             let _ = written.unsynced.discard(&self.path);
+            self.engine.handles.forget_object(self);
             return Err(e);
         }
         let c = &self.engine.counters;
@@ -217,6 +274,9 @@ impl Object {
             self.engine.record_sync(started.elapsed());
             c.syncs.fetch_add(1, Ordering::Relaxed);
         }
+        // Durable, and archived if it is: a copy that finds nothing pending
+        // may take the archive's mark for what it copies.
+        self.settled();
         if written.unsynced.checkpoint {
             if let State::Open(f) = &*self.state.lock() {
                 // Tried again after the next commit if it fails (a full disk).
@@ -226,21 +286,150 @@ impl Object {
         Ok(())
     }
 
+    /// Syncs one commit (the file and its directory first while they are
+    /// not), then records it in the archive: never before it is durable here.
+    fn sync(&self, written: &Written) -> Result<()> {
+        let first = self.file_unsynced.load(Ordering::Acquire);
+        if first {
+            std::fs::File::open(&self.path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(format!("sync {}", self.path.display()), e))?;
+            if let Some(dir) = self.path.parent() {
+                sync_dir(dir)?;
+            }
+            self.file_unsynced.store(false, Ordering::Release);
+        }
+        written.unsynced.sync(&self.path)?;
+        if let Some(a) = &self.engine.archive {
+            if first {
+                match super::file::empty_image(&self.id) {
+                    Ok(image) => a.record(&self.path, &self.class, &self.id, Change::Image(image)),
+                    Err(e) => a.lost(&self.path, &Error::sqlite("archive", &self.path, e)),
+                }
+            }
+            // The log is synced up to this commit, so every commit before it
+            // is durable too, whichever order their syncs run in.
+            let mut queue = self.unshipped.lock();
+            while queue.front().is_some_and(|(n, _)| *n <= written.n) {
+                match queue.pop_front().map(|(_, pages)| pages) {
+                    Some(Ok(Some(pages))) => {
+                        a.record(&self.path, &self.class, &self.id, Change::Pages(pages))
+                    }
+                    Some(Err(e)) => a.lost(&self.path, &e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One written commit fewer pending.
+    fn settled(&self) {
+        let was = self
+            .pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if was == Ok(1) {
+            let _lock = self.drained.0.lock();
+            self.drained.1.notify_all();
+        }
+    }
+
+    /// Hands `copy` the object's file as of its last synced commit, and the
+    /// archive's `mark` taken for it, for a snapshot or an archive's base
+    /// ([`crate::backup`]).
+    ///
+    /// The file's only connection is the object's (it holds the file in
+    /// exclusive mode), so the copy is read through it, held between two
+    /// events: once the commits it wrote are synced (nothing copied can
+    /// still be lost, and no other is written meanwhile) and with no
+    /// transaction open. The object's next storage call waits for the read,
+    /// not for the copy to be written out.
+    pub(crate) fn with_image<T>(
+        &self,
+        mark: impl Fn() -> u64,
+        copy: impl FnOnce(&[u8], u64) -> Result<T>,
+    ) -> Result<Image<T>> {
+        let deadline = Instant::now() + UNSYNCED_WAIT;
+        loop {
+            let mut state = self.state.lock();
+            self.wait_drained(deadline)?;
+            if self.failed.load(Ordering::Acquire) {
+                return Ok(Image::Closed);
+            }
+            match &mut *state {
+                State::Closed => return Ok(Image::Closed),
+                // A turn's transaction (or an explicit one across awaits).
+                State::Open(f) if f.in_transaction() => {
+                    drop(state);
+                    if Instant::now() > deadline {
+                        return Err(self.stuck("a transaction open"));
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                // Made, and nothing in it synced or reported yet.
+                State::Open(f)
+                    if f.is_empty_standin()
+                        || f.is_fresh()
+                        || self.file_unsynced.load(Ordering::Acquire) =>
+                {
+                    return Ok(Image::NoFile)
+                }
+                State::Open(f) => {
+                    let image = f.image()?;
+                    let seq = mark();
+                    drop(state);
+                    return copy(&image, seq).map(Image::Copied);
+                }
+                State::Parked { file: false, .. } => return Ok(Image::NoFile),
+                State::Parked { .. } | State::Unopened => {
+                    // No connection: read from the disk, the object's next
+                    // use waiting (as its load waits for a copy's pin).
+                    self.engine.handles.wait_unpinned(&self.path);
+                    let seq = mark();
+                    return crate::backup::closed_image(&self.path, self.engine.durability, |b| {
+                        copy(b, seq)
+                    });
+                }
+            }
+        }
+    }
+
+    /// Waits until no written commit waits for its sync.
+    fn wait_drained(&self, deadline: Instant) -> Result<()> {
+        let mut lock = self.drained.0.lock();
+        while self.pending.load(Ordering::Acquire) > 0 {
+            if self.drained.1.wait_until(&mut lock, deadline).timed_out() {
+                return Err(self.stuck("a commit waiting for its sync"));
+            }
+        }
+        Ok(())
+    }
+
+    fn stuck(&self, what: &str) -> Error {
+        Error::Backup {
+            detail: format!(
+                "{} has had {what} for over {} s",
+                self.path.display(),
+                UNSYNCED_WAIT.as_secs()
+            ),
+        }
+    }
+
     /// Checkpoints and closes; later use fails with `Closed`. A parked
     /// object's file is opened to be checkpointed too (on the commit thread
     /// that closes it), as an open one is: a closed directory's database
     /// files hold everything committed.
     pub fn close(&self) -> Result<()> {
-        match std::mem::replace(&mut *self.state.lock(), State::Closed) {
+        let out = match std::mem::replace(&mut *self.state.lock(), State::Closed) {
             State::Open(f) => f.close(),
             State::Parked { file: true, .. } => {
-                match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
-                    Some(f) => f.close(),
-                    None => Ok(()),
-                }
+                ObjectFile::open(&self.path, &self.id, self.engine.durability)
+                    .and_then(|f| f.map_or(Ok(()), ObjectFile::close))
             }
             _ => Ok(()),
-        }
+        };
+        self.engine.handles.forget_object(self);
+        out
     }
 
     pub fn register_op(&self) -> Op {

@@ -15,15 +15,15 @@ fn object(engine: &Arc<Engine>) -> Object {
 
 fn put(o: &Object, key: &str, value: &[u8]) -> Result<super::file::Written> {
     o.ensure_file()?;
-    o.with(|f: &mut ObjectFile| -> Result<super::file::Written> {
+    o.with(|f: &mut ObjectFile| {
         let mut began = false;
         f.kv_put(&[key.as_bytes()], &[value], &mut began)
-            .map_err(|_| Error::internal("put"))?;
-        match f.commit() {
-            Ok(Some(w)) => Ok(w),
-            _ => Err(Error::internal("commit")),
-        }
-    })?
+            .map_err(|_| Error::internal("put"))
+    })??;
+    match o.commit()? {
+        Ok(Some(w)) => Ok(w),
+        _ => Err(Error::internal("commit")),
+    }
 }
 
 fn get(o: &Object, key: &str) -> Result<Option<Vec<u8>>> {
@@ -39,7 +39,7 @@ fn a_settled_commit_is_found_after_reopen_and_a_failed_sync_leaves_nothing_behin
     assert!(!o.load()?, "a new object has no file");
     let first = put(&o, "k", b"one")?;
     assert!(
-        first.fresh.is_some(),
+        first.fresh,
         "the first commit syncs the new file and its directory"
     );
     o.settle(&first)?;
@@ -94,5 +94,86 @@ fn a_file_a_power_cut_left_as_zeros_before_its_first_sync_is_no_file() -> Result
     std::fs::write(&path, vec![0u8; 4096]).map_err(|e| Error::io("write", e))?;
     assert!(!o.load()?);
     assert!(!path.exists());
+    Ok(())
+}
+
+/// The values a copy of an object's file holds.
+fn values_in(image: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut conn =
+        rusqlite::Connection::open_in_memory().map_err(|e| Error::internal(e.to_string()))?;
+    let mut bytes = image.to_vec();
+    // A WAL-mode image read as a rollback-journal one: in memory, no log.
+    bytes[18..20].copy_from_slice(&[1, 1]);
+    conn.deserialize_read_exact(rusqlite::MAIN_DB, &bytes[..], bytes.len(), true)
+        .map_err(|e| Error::internal(e.to_string()))?;
+    let mut stmt = conn
+        .prepare("SELECT value FROM _cf_KV ORDER BY key")
+        .map_err(|e| Error::internal(e.to_string()))?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, Vec<u8>>(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| Error::internal(e.to_string()));
+    rows
+}
+
+/// Takes a copy of `o` on another thread: its values, once it has them.
+fn copy_of(o: &Arc<Object>) -> std::thread::JoinHandle<Result<Vec<Vec<u8>>>> {
+    let o = o.clone();
+    std::thread::spawn(
+        move || match o.with_image(|| 0, |bytes, _| values_in(bytes))? {
+            crate::backup::Image::Copied(values) => Ok(values),
+            _ => Err(Error::internal("no copy")),
+        },
+    )
+}
+
+#[test]
+fn a_copy_waits_for_written_commits_to_sync_and_never_holds_an_open_transaction() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+    let o = Arc::new(object(&engine));
+    o.load()?;
+    o.settle(&put(&o, "a", b"one")?)?;
+
+    // Written, not synced: the copy waits for the sync, then holds it.
+    let written = put(&o, "b", b"two")?;
+    let copy = copy_of(&o);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        !copy.is_finished(),
+        "a copy must not take a commit whose sync is pending"
+    );
+    o.settle(&written)?;
+    let values = copy.join().map_err(|_| Error::internal("join"))??;
+    assert_eq!(values, vec![b"one".to_vec(), b"two".to_vec()]);
+
+    // A transaction open: the copy waits for it to end, and it rolled back.
+    o.with(|f: &mut ObjectFile| {
+        let mut began = false;
+        f.kv_put(&[b"c".as_slice()], &[b"three".as_slice()], &mut began)
+            .map_err(|_| Error::internal("put"))
+    })??;
+    let copy = copy_of(&o);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        !copy.is_finished(),
+        "a copy must not be read inside a transaction"
+    );
+    o.with(|f| f.rollback())??;
+    let values = copy.join().map_err(|_| Error::internal("join"))??;
+    assert_eq!(values, vec![b"one".to_vec(), b"two".to_vec()]);
+    o.close()?;
+    Ok(())
+}
+
+#[test]
+fn a_new_file_before_its_first_sync_is_not_copied() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+    let o = Arc::new(object(&engine));
+    o.load()?;
+    o.ensure_file()?;
+    let got = o.with_image(|| 0, |_, _| Ok(()))?;
+    assert!(matches!(got, crate::backup::Image::NoFile));
     Ok(())
 }
