@@ -2,6 +2,8 @@
 // Cloudflare's API, run on this engine. The classes themselves are typed by
 // `@cloudflare/workers-types`, unchanged; these are the host's own entry points.
 
+import type { ArchiveOptions, ArchiveStats, SnapshotReport } from './index';
+
 /** What `serve()` takes. */
 export interface ServeOptions {
   /** The Worker module (`.js` or `.mjs`; `.ts` where Node strips types); default: the config's `main`. */
@@ -27,6 +29,14 @@ export interface ServeOptions {
    * descriptors and SQLite's memory.
    */
   maxOpenFiles?: number;
+  /**
+   * Ship every commit of every object to an archive as it commits, as
+   * `open({ archive })` does; `restore(archive.to, newDir, { at })` makes the
+   * directory again as it was at any moment it retains. Needs durability `'full'`.
+   */
+  archive?: ArchiveOptions;
+  /** Answer `durable-workers backup` (and `inspect`) on the directory's control socket; default true. */
+  control?: boolean;
   /** Where an app's uncaught errors are written; default stderr. */
   log?: (line: string) => void;
 }
@@ -38,6 +48,8 @@ export interface Served {
   host: string;
   /** Keys of the Wrangler config that were ignored. */
   warnings: string[];
+  /** A snapshot of every object's file and the catalog into `dest` (new or empty, outside `dir`), taken while they serve. */
+  backup(dest: string): Promise<SnapshotReport>;
   /** Stops accepting, lets requests in flight end (up to `drainMs`), closes the objects. */
   close(): Promise<void>;
 }
@@ -79,13 +91,29 @@ export interface OpenObjectsOptions {
   maxOpenFiles?: number;
   /** The first retry of an `alarm()` that threw waits this long (ms), doubled for each later one; default 2,000, as workerd. */
   alarmRetryMs?: number;
+  /** The continuous archive, as `open({ archive })`'s; needs durability `'full'`. */
+  archive?: ArchiveOptions;
+  /** Answer `durable-workers backup` (and `inspect`) on the directory's control socket; default false. */
+  control?: boolean;
+  /** Where a failing WebSocket handler is reported; default stderr. */
+  log?: (line: string) => void;
 }
 
 /** Durable Object classes bound in this process. */
 export interface Objects {
   /** The bindings: each a `DurableObjectNamespace` (`idFromName`, `get`, `getByName`, …), and the vars. */
   env: Record<string, any>;
-  /** Closes every object (their commits land first) and releases the directory. */
+  /** The durable directory, absolute. */
+  dir: string;
+  /**
+   * A snapshot of every object's file and the catalog into `dest` (new or
+   * empty, outside `dir`), taken while the objects go on: each file as of a
+   * commit already synced. `ERR_DURABLE_BACKUP` when a file could not be copied.
+   */
+  backup(dest: string): Promise<SnapshotReport>;
+  /** The continuous archive's counters; `archive` is null without one. */
+  stats(): { archive: ArchiveStats | null };
+  /** Closes every object (their commits land first) and releases the directory. Idempotent. */
   close(): Promise<void>;
 }
 
