@@ -35,7 +35,7 @@ class Account extends DurableWorker {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { workers: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '3' }, runs: { type: 'string', default: '3' } } });
+  const { values } = parseArgs({ options: { workers: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '3' }, runs: { type: 'string', default: '5' } } });
   const n = Number(values.workers);
   const seconds = Number(values.seconds);
   const runs = Number(values.runs);

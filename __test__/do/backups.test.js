@@ -15,6 +15,7 @@ const { cli } = require('../helpers/control');
 const { loadThenKill } = require('../helpers/archive-load');
 const { startServe } = require('../helpers/serve-cli');
 const { Ledger } = require('../fixtures/ledger-object');
+const { motoPath, startMoto, client } = require('../helpers/moto');
 
 const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load-objects.js');
 /** The lag the docs state for an archive to a directory. */
@@ -171,4 +172,24 @@ test('durable-workers backup takes a snapshot through the control socket of serv
       `${from}: three ledgers of two entries each`,
     );
   }
+});
+
+(motoPath() ? test : test.skip)('S3: a Durable Object host archives to a bucket, and a restore from it holds every acknowledged write', async (t) => {
+  const root = tmpDir(t);
+  const { endpoint } = await startMoto(t);
+  const s3 = client(endpoint);
+  const { CreateBucketCommand } = require('@aws-sdk/client-s3');
+  await s3.send(new CreateBucketCommand({ Bucket: 'objects' }));
+  const h = await openLedgers(t, path.join(root, 'data'), { archive: { s3: { client: s3, bucket: 'objects' }, spool: path.join(root, 'spool') } });
+  const names = ['a', 'b', 'c'];
+  await Promise.all(Array.from({ length: 30 }, (_, n) => h.env.LEDGER.getByName(names[n % 3]).put(`k${n}`, n)));
+  // Closing ships what the spool holds.
+  await h.close();
+  const r = await restore({ s3: { client: s3, bucket: 'objects' } }, path.join(root, 'restored'));
+  t.deepEqual(r.failed, []);
+  const got = await contents(t, path.join(root, 'restored'), names);
+  t.deepEqual(
+    names.map((name) => got.get(name).keys.length),
+    [10, 10, 10],
+  );
 });

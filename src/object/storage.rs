@@ -20,6 +20,9 @@ use crate::wal::Pages;
 
 /// How long a copy waits for an object's written commits to be synced.
 const UNSYNCED_WAIT: Duration = Duration::from_secs(30);
+/// How long a copy holds an object's connection waiting for those syncs
+/// before it lets go and tries again.
+const HOLD: Duration = Duration::from_millis(5);
 
 enum State {
     Unopened,
@@ -352,7 +355,17 @@ impl Object {
         let deadline = Instant::now() + UNSYNCED_WAIT;
         loop {
             let mut state = self.state.lock();
-            self.wait_drained(deadline)?;
+            // Holding the connection, so that no commit is written
+            // meanwhile, but briefly: a commit alone on an idle loop is
+            // synced on the JS thread, which may be waiting for it.
+            if !self.drained_within(HOLD) {
+                drop(state);
+                if Instant::now() > deadline {
+                    return Err(self.stuck("a commit waiting for its sync"));
+                }
+                std::thread::sleep(HOLD);
+                continue;
+            }
             if self.failed.load(Ordering::Acquire) {
                 return Ok(Image::Closed);
             }
@@ -394,15 +407,16 @@ impl Object {
         }
     }
 
-    /// Waits until no written commit waits for its sync.
-    fn wait_drained(&self, deadline: Instant) -> Result<()> {
+    /// Whether every written commit is synced, waiting `wait` at most.
+    fn drained_within(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
         let mut lock = self.drained.0.lock();
         while self.pending.load(Ordering::Acquire) > 0 {
-            if self.drained.1.wait_until(&mut lock, deadline).timed_out() {
-                return Err(self.stuck("a commit waiting for its sync"));
+            if self.drained.1.wait_until(&mut lock, until).timed_out() {
+                return self.pending.load(Ordering::Acquire) == 0;
             }
         }
-        Ok(())
+        true
     }
 
     fn stuck(&self, what: &str) -> Error {

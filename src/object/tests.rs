@@ -177,3 +177,27 @@ fn a_new_file_before_its_first_sync_is_not_copied() -> Result<()> {
     assert!(matches!(got, crate::backup::Image::NoFile));
     Ok(())
 }
+
+#[test]
+fn a_copy_waiting_for_a_sync_lets_the_connection_go_for_a_sync_made_on_its_thread() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+    let o = Arc::new(object(&engine));
+    o.load()?;
+    // As on an idle loop: the JS thread syncs its own commit later, and
+    // uses the connection first.
+    let written = put(&o, "a", b"one")?;
+    let copy = copy_of(&o);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let started = std::time::Instant::now();
+    o.with(|f| f.in_transaction())?;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "the connection was held {:?} for a sync only this thread makes",
+        started.elapsed()
+    );
+    o.settle(&written)?;
+    let values = copy.join().map_err(|_| Error::internal("join"))??;
+    assert_eq!(values, vec![b"one".to_vec()]);
+    Ok(())
+}
