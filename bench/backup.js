@@ -8,7 +8,9 @@
 // without and with snapshots taken back to back; and what the continuous
 // archive costs the shop over node:http (bench/shop.js's server, with and
 // without `archive`, interleaved --runs times, medians: runs on this shared
-// machine swing by a fifth, so only interleaved ones are compared).
+// machine swing by a fifth, so only interleaved ones are compared), and the
+// shop's p99 journey latency with snapshots taken back to back, interleaved
+// with the same runs.
 //
 //   node bench/backup.js [--workers N] [--seconds S] [--runs R]
 
@@ -97,6 +99,13 @@ async function main() {
         `per server CPU-second ${formatNumber(shop.archived.perCpu)} vs ${formatNumber(shop.plain.perCpu)} (${formatRatio(shop.archived.perCpu / shop.plain.perCpu)}); medians of ${runs} interleaved runs; target ≥ 0.9×: ${shop.archived.journeys / shop.plain.journeys >= 0.9 ? 'met' : 'NOT met'}`,
       ],
       [
+        'shop p99 journey latency, 32 customers, snapshots back to back',
+        `${formatNumber(shop.snapshots.p99)} ms`,
+        `${formatNumber(shop.plain.p99)} ms`,
+        formatRatio(shop.snapshots.p99 / shop.plain.p99),
+        `journeys/s ${formatNumber(shop.snapshots.journeys)} vs ${formatNumber(shop.plain.journeys)} (${formatRatio(shop.snapshots.journeys / shop.plain.journeys)}); medians of ${runs} interleaved runs`,
+      ],
+      [
         `p99 call latency, ${CALLERS} callers over ${formatNumber(HOT)} workers`,
         `${formatNumber(during.p99)} µs`,
         `${formatNumber(quiet.p99)} µs`,
@@ -107,7 +116,7 @@ async function main() {
     console.log(`Snapshots: ${formatNumber(n)} workers written once (one key and one document each), ${formatNumber(mb)} MB (bench/backup.js)`);
     console.log(renderTable(['scenario', 'durable-workers', 'baseline', 'ratio', 'notes'], rows, ['left', 'right', 'right', 'right', 'left']));
     console.log(
-      'baselines: fs.cpSync of the same directory and one `sync` (a copy of files nobody writes); for the shop, the same server with no archive; for latency, the same callers with no snapshot running.',
+      'baselines: fs.cpSync of the same directory and one `sync` (a copy of files nobody writes); for the shop, the same server with no archive and no snapshots; for latency, the same callers with no snapshot running.',
     );
     console.log('ratio: baseline ÷ durable-workers for times (higher is better), durable-workers ÷ baseline for the shop and latency (lower latency is better)');
   } finally {
@@ -119,21 +128,22 @@ async function main() {
 async function archiveCost(root, runs, seconds) {
   const { drive } = require('./shop');
   const server = path.join(__dirname, 'shop', 'durable-server.js');
-  const got = { plain: [], archived: [] };
+  const kinds = [
+    ['plain', {}],
+    ['archived', { DW_SHOP_ARCHIVE: '1' }],
+    ['snapshots', { DW_SHOP_SNAPSHOTS: '1' }],
+  ];
+  const got = { plain: [], archived: [], snapshots: [] };
   for (let i = 0; i < runs; i++) {
-    const pair = [
-      ['plain', {}],
-      ['archived', { DW_SHOP_ARCHIVE: '1' }],
-    ];
     // Each goes first in turn: a run leaves the disk busier for the next.
-    for (const [name, env] of i % 2 === 0 ? pair : pair.reverse()) {
+    for (const [name, env] of [...kinds.slice(i % kinds.length), ...kinds.slice(0, i % kinds.length)]) {
       const r = await drive(server, [path.join(root, `shop-${name}-${i}`)], { customers: 32, seconds, env: { ...process.env, ...env } });
-      got[name].push({ journeys: r.journeysPerSec, perCpu: r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : NaN });
+      got[name].push({ journeys: r.journeysPerSec, perCpu: r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : NaN, p99: r.p99 });
     }
   }
   const median = (rs, k) => rs.map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rs.length / 2)];
-  const of = (rs) => ({ journeys: median(rs, 'journeys'), perCpu: median(rs, 'perCpu') });
-  return { plain: of(got.plain), archived: of(got.archived) };
+  const of = (rs) => ({ journeys: median(rs, 'journeys'), perCpu: median(rs, 'perCpu'), p99: median(rs, 'p99') });
+  return { plain: of(got.plain), archived: of(got.archived), snapshots: of(got.snapshots) };
 }
 
 /**
