@@ -28,8 +28,8 @@ class DurableObjectState {
     this.storage = storage;
   }
 
-  // The WebSocket Hibernation API (./hibernation.js). Nothing hibernates on
-  // this host yet (objects are not evicted): the API and its delivery are Cloudflare's.
+  // The WebSocket Hibernation API (./hibernation.js): the sockets stay open
+  // while the object is evicted, and their next event wakes it (./residents.js).
 
   /**
    * @param {import('./websocket').WebSocket} ws
@@ -110,8 +110,10 @@ class Actor {
 
   /**
    * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void,
-   *           named?: ((name: string) => import('./ids').DurableObjectId) | null }} o
-   *   named: started for an alarm, by its id string alone: the id with the name its alarm recorded
+   *           onEvict: (actor: Actor) => void, named?: ((name: string) => import('./ids').DurableObjectId) | null,
+   *           hibernation?: Hibernation }} o
+   *   named: started for an alarm, by its id string alone: the id with the name its alarm recorded;
+   *   hibernation: the sockets and settings of the instance evicted before this one
    * @param {import('./ids').DurableObjectId} id
    */
   constructor(o, id) {
@@ -120,7 +122,7 @@ class Actor {
     this.input = new InputGate();
     this.output = new OutputGate(() => this.#broken());
     this.pending = new Set();
-    this.hibernation = new Hibernation(this, o.log);
+    this.hibernation = o.hibernation?.adopt(this) ?? new Hibernation(this, o.log);
     this.#ready = this.#start();
     // Reported to the first event, not here.
     this.#ready.catch(() => {});
@@ -171,6 +173,7 @@ class Actor {
    */
   async event(body) {
     this.#events++;
+    this.o.host.residents?.touch(this);
     try {
       await this.#ready;
       // A parked file opens again here, off the JS thread (./open-files.js).
@@ -190,6 +193,25 @@ class Actor {
   /** The object's NativeObject (null until started). */
   get native() {
     return this.#native;
+  }
+
+  /**
+   * Whether the object may leave memory now (./residents.js): constructed,
+   * idle, no output or `waitUntil` work waiting, no socket of the standard
+   * API open (hibernatable ones stay open without it).
+   */
+  evictable() {
+    return this.#instance !== null && this.idle() && this.pending.size === 0 && !this.input.busy && !this.output.busy && !this.hibernation.holdsStandard();
+  }
+
+  /** Whether it holds hibernatable sockets: it is evicted sooner, as workerd hibernates it. */
+  hibernating() {
+    return this.hibernation.open() > 0;
+  }
+
+  /** Leaves memory: the namespace drops it and closes its file; its next event makes a new instance. */
+  evict() {
+    this.o.onEvict(this);
   }
 
   /** No event running and nothing open on its storage: its file may be parked. */
@@ -321,6 +343,7 @@ class Actor {
   /** Checkpoints and closes the object's file. */
   close() {
     this.o.host.files?.forget(this);
+    this.o.host.residents?.forget(this);
     if (this.#native === null) return Promise.resolve();
     return this.#ready
       .catch(() => {})

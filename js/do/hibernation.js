@@ -10,11 +10,13 @@
 // message, without running the object, and records its time; tags and
 // attachments stay with the socket; the limits and messages are workerd's.
 //
-// Not matched: this host does not evict objects yet, so nothing actually
-// hibernates: the instance stays in memory while its sockets are open, and
-// "hibernation" here is the API and its delivery. The event timeout is kept
-// and reported, but a handler that outlives it is not cancelled (running JS
-// cannot be stopped); it is logged and the socket goes on.
+// Hibernation: an object whose only connections are these sockets may be
+// evicted (./residents.js). Its sockets stay open, with their tags,
+// attachments and the auto-response, which goes on answering; their next
+// event makes a new instance of the object, which adopts them
+// (`sleep`, `adopt`). Not matched: the event timeout is kept and reported,
+// but a handler that outlives it is not cancelled (running JS cannot be
+// stopped); it is logged and the socket goes on.
 
 const { WebSocket, kState, kReceive, kAbort, flushHeld } = require('./websocket');
 
@@ -87,6 +89,41 @@ class Hibernation {
     this.#sockets.add(ws);
     // What arrived before is delivered now, to the handlers.
     flushHeld(ws);
+  }
+
+  /**
+   * The object was evicted: its sockets' events go to `waker`, which makes a
+   * new instance of the object (which adopts them) and runs them there.
+   * @param {{ event(run: () => unknown): Promise<unknown> }} waker
+   */
+  sleep(waker) {
+    const asleep = { event: (run) => waker.event(run), hibernation: this, output: { wait: () => Promise.resolve() } };
+    for (const ws of this.#sockets) ws[kState].actor = asleep;
+  }
+
+  /**
+   * A new instance of the evicted object takes over its sockets and settings.
+   * @param {object} actor its Actor
+   * @returns {this}
+   */
+  adopt(actor) {
+    this.#actor = actor;
+    for (const ws of this.#sockets) ws[kState].actor = actor;
+    return this;
+  }
+
+  /** Hibernatable sockets not yet closed. */
+  open() {
+    return this.getWebSockets().length;
+  }
+
+  /** Whether a socket accepted with accept() is open: it keeps the object in memory. */
+  holdsStandard() {
+    for (const ws of this.#standard) {
+      if (ws[kState].ready !== 3) return true;
+      this.#standard.delete(ws);
+    }
+    return false;
   }
 
   /** Reports a failure of the app's WebSocket code (a handler or a listener). */

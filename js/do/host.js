@@ -12,6 +12,7 @@ const { DurableObjectNamespace, kClose } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
 const { ObjectAlarms } = require('./alarms');
 const { OpenFiles } = require('./open-files');
+const { Residents } = require('./residents');
 const { DurableError, codes } = require('../api/errors');
 const { CONTROL_VIEW } = require('../api/host');
 
@@ -27,30 +28,33 @@ const DEFAULT_MAX_OPEN_FILES = 128;
  * already due in `dir` fire at once; the others when due (./alarms.js).
  * @param {{ dir: string, name?: string, bindings: Record<string, { class: Function, sql?: boolean, uniqueKey?: string }>,
  *           vars?: Record<string, unknown>, durability?: 'full' | 'relaxed', alarmRetryMs?: number, maxOpenFiles?: number,
+ *           maxLive?: number, evictAfterMs?: number, hibernateAfterMs?: number,
  *           archive?: object, control?: boolean, log?: (line: string) => void }} o
  *   log: where a failing WebSocket handler is reported (default stderr)
  *   alarmRetryMs: the delay before the first retry of an alarm() that threw, doubled for each
  *   later one (default 2000, as workerd; tests shorten it)
  *   maxOpenFiles: object files kept open at most; the least recently used idle objects past it close
  *   theirs until their next event (default 128)
+ *   maxLive: objects kept in memory at most (default 10,000): past it the least recently used idle ones are evicted
+ *   evictAfterMs: an idle object is evicted after this long (default 70,000, as workerd's 70–140 s)
+ *   hibernateAfterMs: the same for an object whose only connections are hibernatable sockets (default 10,000)
  *   archive: the continuous archive, as open()'s option of that name (docs/backups.md)
  *   control: serve `durable-workers backup` on the directory's control socket (default false)
  * @returns {Promise<ObjectsHost>}
  */
 async function openObjects(o) {
-  const commits = new Commits();
   const dir = path.resolve(o.dir);
   const durability = o.durability ?? 'full';
   const archive = o.archive === undefined ? undefined : archiveOption(o.archive, dir, durability);
+  const files = new OpenFiles(whole(o.maxOpenFiles, DEFAULT_MAX_OPEN_FILES, 1, 'maxOpenFiles'));
+  const residents = new Residents({
+    maxLive: whole(o.maxLive, 10_000, 1, 'maxLive'),
+    evictAfterMs: whole(o.evictAfterMs, 70_000, 0, 'evictAfterMs'),
+    hibernateAfterMs: whole(o.hibernateAfterMs, 10_000, 0, 'hibernateAfterMs'),
+  });
+  const commits = new Commits();
   const { native, shipper, archiveStats } = await openNative(dir, { durability, maxLive: 1 << 20, evictAfterMs: 0 }, archive, commits);
-  const maxOpenFiles = o.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
-  if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) {
-    await native.close();
-    await shipper?.close();
-    commits.close();
-    throw new TypeError('openObjects: maxOpenFiles must be an integer >= 1');
-  }
-  const host = { native, commits, files: new OpenFiles(maxOpenFiles) };
+  const host = { native, commits, files, residents };
   const env = { ...o.vars };
   const namespaces = [];
   /** catalog class (`do.<Class>`) → its namespaces, for the alarms */
@@ -112,6 +116,13 @@ async function openObjects(o) {
   };
   if (o.control === true) control = await require('../control/server').startControl(controlView(objects, native), dir);
   return objects;
+}
+
+/** An option that must be a whole number >= `min`, or its default. */
+function whole(v, fallback, min, name) {
+  if (v === undefined) return fallback;
+  if (!Number.isInteger(v) || v < min) throw new TypeError(`openObjects: ${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return v;
 }
 
 /**

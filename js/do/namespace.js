@@ -16,8 +16,10 @@ class DurableObjectNamespace {
   #o;
   /** @type {Map<string, Actor>} the live object of each id */
   #live = new Map();
-  /** @type {Map<string, Promise<void>>} broken objects closing their files */
+  /** @type {Map<string, Promise<void>>} broken or evicted objects closing their files */
   #closing = new Map();
+  /** @type {Map<string, import('./hibernation').Hibernation>} the hibernatable sockets of evicted objects */
+  #dormant = new Map();
 
   /**
    * @param {{ host: object, Class: Function, className: string, sql: boolean, uniqueKey: string, env: object }} o
@@ -70,7 +72,9 @@ class DurableObjectNamespace {
     let actor = this.#live.get(key);
     if (actor === undefined) {
       const named = forAlarm ? (name) => this.#ids.idFromStringNamed(key, name) : null;
-      actor = new Actor({ ...this.#o, named, after: this.#closing.get(key), onBroken: (a) => this.#broken(key, a) }, id);
+      const hibernation = this.#dormant.get(key);
+      this.#dormant.delete(key);
+      actor = new Actor({ ...this.#o, named, hibernation, after: this.#closing.get(key), onBroken: (a) => this.#broken(key, a), onEvict: (a) => this.#evicted(key, a) }, id);
       this.#live.set(key, actor);
     }
     return actor;
@@ -79,6 +83,22 @@ class DurableObjectNamespace {
   #broken(key, actor) {
     if (this.#live.get(key) !== actor) return;
     this.#live.delete(key);
+    this.#closeOf(key, actor);
+  }
+
+  /** The object left memory (./residents.js): its hibernatable sockets wait for the next instance. */
+  #evicted(key, actor) {
+    if (this.#live.get(key) !== actor) return;
+    this.#live.delete(key);
+    if (actor.hibernating()) {
+      this.#dormant.set(key, actor.hibernation);
+      actor.hibernation.sleep({ event: (run) => this.#actorOf(actor.id).event(run) });
+    }
+    this.#closeOf(key, actor);
+  }
+
+  /** Closes `actor`'s file; the next instance of `key` waits for it (the file has one owner). */
+  #closeOf(key, actor) {
     const closed = actor.close().finally(() => {
       if (this.#closing.get(key) === closed) this.#closing.delete(key);
     });
@@ -89,6 +109,9 @@ class DurableObjectNamespace {
   async [kClose]() {
     const actors = [...this.#live.values()];
     this.#live.clear();
+    // Sockets of evicted objects: nothing will answer them now.
+    for (const h of this.#dormant.values()) h.disconnect();
+    this.#dormant.clear();
     await Promise.all([...actors.map((a) => a.close()), ...this.#closing.values()]);
   }
 }

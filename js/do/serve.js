@@ -47,12 +47,14 @@ const TS = new Set(['.ts', '.mts']);
  * Loads the Wrangler project, opens its Durable Objects and serves its
  * Worker over HTTP.
  * @param {{ entry?: string, config?: string, cwd?: string, dir?: string, port?: number, host?: string,
- *           durability?: 'full' | 'relaxed', drainMs?: number, maxOpenFiles?: number, archive?: object, control?: boolean,
+ *           durability?: 'full' | 'relaxed', drainMs?: number, maxOpenFiles?: number, maxLive?: number, evictAfterMs?: number,
+ *           hibernateAfterMs?: number, archive?: object, control?: boolean,
  *           log?: (line: string) => void }} [o]
  *   entry: the Worker module (default: the config's `main`); config: the Wrangler config (default: searched from cwd);
  *   dir: the durable directory (default `.data`, relative to cwd); port: 0 picks a free one;
  *   drainMs: how long close() waits for requests in flight (default 10 s); log: where app errors go (default stderr);
- *   maxOpenFiles: object files kept open at most (default 128; see openObjects);
+ *   maxOpenFiles: object files kept open at most (default 128; see openObjects); maxLive, evictAfterMs,
+ *   hibernateAfterMs: when idle objects leave memory (see openObjects);
  *   archive: the continuous archive, as open()'s (docs/backups.md); control: answer `durable-workers backup`
  *   on the directory's control socket (default true)
  * @returns {Promise<{ url: string, port: number, host: string, warnings: string[], backup(dest: string): Promise<object>, close(): Promise<void> }>}
@@ -94,6 +96,9 @@ async function serve(o = {}) {
     vars: config.vars,
     durability: o.durability,
     maxOpenFiles: o.maxOpenFiles,
+    maxLive: o.maxLive,
+    evictAfterMs: o.evictAfterMs,
+    hibernateAfterMs: o.hibernateAfterMs,
     archive: o.archive,
     control: o.control ?? true,
     log: opts.log,

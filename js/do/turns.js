@@ -28,6 +28,11 @@ class OutputGate {
     this.#onBreak = onBreak;
   }
 
+  /** Whether an output waits for a lock (a commit not yet durable). */
+  get busy() {
+    return this.#locks.size > 0;
+  }
+
   /**
    * Outputs made from now on wait for `p`; if it rejects, the gate breaks.
    * @param {Promise<unknown>} p
