@@ -30,6 +30,16 @@ export interface ServeOptions {
    */
   maxOpenFiles?: number;
   /**
+   * Objects kept in memory at most; default 10,000. Past it, the least
+   * recently used idle objects leave memory (their next event constructs a
+   * new instance from their file).
+   */
+  maxLive?: number;
+  /** An idle object leaves memory after this long, in ms; default 70,000 (workerd evicts after 70–140 s). */
+  evictAfterMs?: number;
+  /** The same for an object whose only connections are hibernatable WebSockets; default 10,000, as workerd hibernates them. */
+  hibernateAfterMs?: number;
+  /**
    * Ship every commit of every object to an archive as it commits, as
    * `open({ archive })` does; `restore(archive.to, newDir, { at })` makes the
    * directory again as it was at any moment it retains. Needs durability `'full'`.
@@ -91,6 +101,16 @@ export interface OpenObjectsOptions {
   maxOpenFiles?: number;
   /** The first retry of an `alarm()` that threw waits this long (ms), doubled for each later one; default 2,000, as workerd. */
   alarmRetryMs?: number;
+  /**
+   * Objects kept in memory at most; default 10,000. Past it, the least
+   * recently used idle objects leave memory (their next event constructs a
+   * new instance from their file).
+   */
+  maxLive?: number;
+  /** An idle object leaves memory after this long, in ms; default 70,000 (workerd evicts after 70–140 s). */
+  evictAfterMs?: number;
+  /** The same for an object whose only connections are hibernatable WebSockets; default 10,000, as workerd hibernates them. */
+  hibernateAfterMs?: number;
   /** The continuous archive, as `open({ archive })`'s; needs durability `'full'`. */
   archive?: ArchiveOptions;
   /** Answer `durable-workers backup` (and `inspect`) on the directory's control socket; default false. */
