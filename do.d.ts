@@ -4,24 +4,10 @@
 
 import type { ArchiveOptions, ArchiveStats, SnapshotReport } from './index';
 
-/** What `serve()` takes. */
-export interface ServeOptions {
-  /** The Worker module (`.js` or `.mjs`; `.ts` where Node strips types); default: the config's `main`. */
-  entry?: string;
-  /** The Wrangler config (`wrangler.json`, `wrangler.jsonc` or `wrangler.toml`); default: searched from `cwd` as Wrangler does. */
-  config?: string;
-  /** Where relative paths start; default `process.cwd()`. */
-  cwd?: string;
-  /** The durable directory the objects live in, owned by this process while it serves; default `.data`. */
-  dir?: string;
-  /** Default 8787, as `wrangler dev`; 0 picks a free port. */
-  port?: number;
-  /** Default `127.0.0.1`. */
-  host?: string;
+/** How a host keeps its objects: what `serve()` and `openObjects()` both take. */
+export interface ObjectHostOptions {
   /** `'full'` (default): every commit synced to the device; `'relaxed'`: survives a crash of the process, not a power loss. */
   durability?: 'full' | 'relaxed';
-  /** How long `close()` waits for requests in flight, in ms; default 10,000. */
-  drainMs?: number;
   /**
    * Object files kept open at most; default 128. Past it, the least recently
    * used idle objects close theirs (the objects stay live, in memory) and open
@@ -45,6 +31,24 @@ export interface ServeOptions {
    * directory again as it was at any moment it retains. Needs durability `'full'`.
    */
   archive?: ArchiveOptions;
+}
+
+/** What `serve()` takes. */
+export interface ServeOptions extends ObjectHostOptions {
+  /** The Worker module (`.js` or `.mjs`; `.ts` where Node strips types); default: the config's `main`. */
+  entry?: string;
+  /** The Wrangler config (`wrangler.json`, `wrangler.jsonc` or `wrangler.toml`); default: searched from `cwd` as Wrangler does. */
+  config?: string;
+  /** Where relative paths start; default `process.cwd()`. */
+  cwd?: string;
+  /** The durable directory the objects live in, owned by this process while it serves; default `.data`. */
+  dir?: string;
+  /** Default 8787, as `wrangler dev`; 0 picks a free port. */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** How long `close()` waits for requests in flight, in ms; default 10,000. */
+  drainMs?: number;
   /** Answer `durable-workers backup` (and `inspect`) on the directory's control socket; default true. */
   control?: boolean;
   /** Where an app's uncaught errors are written; default stderr. */
@@ -83,7 +87,7 @@ export interface ObjectBinding {
 }
 
 /** What `openObjects` takes. */
-export interface OpenObjectsOptions {
+export interface OpenObjectsOptions extends ObjectHostOptions {
   dir: string;
   /** The Worker's name (Wrangler's `name`): part of each namespace's key. */
   name?: string;
@@ -91,28 +95,8 @@ export interface OpenObjectsOptions {
   bindings: Record<string, ObjectBinding>;
   /** Plain values added to `env`. */
   vars?: Record<string, unknown>;
-  durability?: 'full' | 'relaxed';
-  /**
-   * Object files kept open at most; default 128. Past it, the least recently
-   * used idle objects close theirs (the objects stay live, in memory) and open
-   * them again before their next event. Each open file holds about three
-   * descriptors and SQLite's memory.
-   */
-  maxOpenFiles?: number;
   /** The first retry of an `alarm()` that threw waits this long (ms), doubled for each later one; default 2,000, as workerd. */
   alarmRetryMs?: number;
-  /**
-   * Objects kept in memory at most; default 10,000. Past it, the least
-   * recently used idle objects leave memory (their next event constructs a
-   * new instance from their file).
-   */
-  maxLive?: number;
-  /** An idle object leaves memory after this long, in ms; default 70,000 (workerd evicts after 70–140 s). */
-  evictAfterMs?: number;
-  /** The same for an object whose only connections are hibernatable WebSockets; default 10,000, as workerd hibernates them. */
-  hibernateAfterMs?: number;
-  /** The continuous archive, as `open({ archive })`'s; needs durability `'full'`. */
-  archive?: ArchiveOptions;
   /** Answer `durable-workers backup` (and `inspect`) on the directory's control socket; default false. */
   control?: boolean;
   /** Where a failing WebSocket handler is reported; default stderr. */

@@ -12,7 +12,7 @@ const { openObjects } = require('../../js/do/host');
 const { restore } = require('../../js/tools/backup');
 const { tmpDir } = require('../helpers/tmp');
 const { cli } = require('../helpers/control');
-const { loadThenKill } = require('../helpers/archive-load');
+const { loadThenKill, tally } = require('../helpers/archive-load');
 const { startServe } = require('../helpers/serve-cli');
 const { Ledger } = require('../fixtures/ledger-object');
 const { motoPath, startMoto, client } = require('../helpers/moto');
@@ -93,17 +93,7 @@ test('archived, SIGKILLed and restored to several moments: each object holds eve
     const r = await restore(to, dir, at === undefined ? {} : { at });
     t.deepEqual(r.failed, [], `restore ${i}`);
     const got = await contents(t, dir, names);
-    let missing = 0;
-    let early = 0;
-    let checked = 0;
-    for (const [name, key, begun, acked] of ops) {
-      const has = got.get(name).keys.includes(key);
-      if (acked <= (at ?? killedAt - LAG_MS)) {
-        checked++;
-        if (!has) missing++;
-      }
-      if (at !== undefined && begun > at && has) early++;
-    }
+    const { checked, missing, early } = tally(ops, (name, key) => got.get(name).keys.includes(key), at, at ?? killedAt - LAG_MS);
     t.true(checked > 0);
     t.is(missing, 0, `restore ${i} (at ${at ?? 'latest'}): ${missing} of ${checked} writes acknowledged by then are missing`);
     t.is(early, 0, `restore ${i} (at ${at ?? 'latest'}): ${early} writes begun after it are there`);

@@ -33,4 +33,25 @@ async function loadThenKill(t, args, ms, fixture = LOAD) {
   return { ops, started, killedAt };
 }
 
-module.exports = { loadThenKill };
+/**
+ * A restore checked against the load's writes.
+ * @param {[string, string, number, number][]} ops [name, key, begun, acknowledged] of each write
+ * @param {(name: string, key: string) => boolean} has whether the restore holds the write
+ * @param {number | undefined} at the moment restored to, undefined for the latest
+ * @param {number} due writes acknowledged by then must be there
+ * @returns {{ checked: number, missing: number, early: number }} early: writes begun after `at` that are there
+ */
+function tally(ops, has, at, due) {
+  const out = { checked: 0, missing: 0, early: 0 };
+  for (const [name, key, begun, acked] of ops) {
+    const there = has(name, key);
+    if (acked <= due) {
+      out.checked++;
+      if (!there) out.missing++;
+    }
+    if (at !== undefined && begun > at && there) out.early++;
+  }
+  return out;
+}
+
+module.exports = { loadThenKill, tally };

@@ -11,7 +11,7 @@ const path = require('node:path');
 const { open, restore, DurableWorker } = require('durable-workers');
 const { tmpDir } = require('../helpers/tmp');
 const { motoPath, startMoto, client } = require('../helpers/moto');
-const { loadThenKill } = require('../helpers/archive-load');
+const { loadThenKill, tally } = require('../helpers/archive-load');
 
 /** The lag docs/backups.md states for S3: a spool shipped every 500 ms, a put, and a segment's 200 ms. */
 const LAG_MS = 2000;
@@ -49,17 +49,7 @@ run('S3: restored from the bucket to several moments after a SIGKILL, every work
     const got = new Map();
     for (let w = 0; w < 12; w++) got.set(`w${w}`, new Set(await host.get(Ledger, `w${w}`).keys()));
     await host.close();
-    let missing = 0;
-    let early = 0;
-    let checked = 0;
-    for (const [worker, key, begun, acked] of ops) {
-      const has = got.get(worker).has(key);
-      if (acked <= (at ?? killedAt - LAG_MS)) {
-        checked++;
-        if (!has) missing++;
-      }
-      if (at !== undefined && begun > at && has) early++;
-    }
+    const { checked, missing, early } = tally(ops, (worker, key) => got.get(worker).has(key), at, at ?? killedAt - LAG_MS);
     t.true(checked > 0);
     t.is(missing, 0, `restore ${i} (at ${at ?? 'latest'}): ${missing} of ${checked} writes acknowledged by then are missing`);
     t.is(early, 0, `restore ${i} (at ${at ?? 'latest'}): ${early} writes begun after it are there`);

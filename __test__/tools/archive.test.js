@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { open, restore, DurableWorker } = require('durable-workers');
 const { tmpDir } = require('../helpers/tmp');
-const { loadThenKill } = require('../helpers/archive-load');
+const { loadThenKill, tally } = require('../helpers/archive-load');
 
 /** The lag the docs state for a directory: a write acknowledged this long before a kill is archived. */
 const LAG_MS = 1000;
@@ -50,18 +50,7 @@ test('restored to several moments after a SIGKILL, every worker holds each write
     const r = await restore(to, dir, at === undefined ? {} : { at });
     t.deepEqual(r.failed, [], `restore ${i}`);
     const got = await contents(dir);
-    let missing = 0;
-    let early = 0;
-    let checked = 0;
-    for (const [worker, key, begun, acked] of ops) {
-      const has = got.get(worker).keys.includes(key);
-      const due = at === undefined ? killedAt - LAG_MS : at;
-      if (acked <= due) {
-        checked++;
-        if (!has) missing++;
-      }
-      if (at !== undefined && begun > at && has) early++;
-    }
+    const { checked, missing, early } = tally(ops, (worker, key) => got.get(worker).keys.includes(key), at, at ?? killedAt - LAG_MS);
     t.is(missing, 0, `restore ${i} (at ${at ?? 'latest'}): ${missing} of ${checked} writes acknowledged by then are missing`);
     t.is(early, 0, `restore ${i} (at ${at ?? 'latest'}): ${early} writes begun after it are there`);
     for (const [worker, d] of got) t.is(d.docs, d.keys.length, `${worker}: every key's document, and no other (one commit each)`);
