@@ -18,7 +18,17 @@ async function main(): Promise<void> {
   await served.close();
   const archived = await serve({ dir: '.data', archive: { to: '/mnt/archive', retain: '30d' }, control: false, hibernateAfterMs: 5000 });
   await archived.close();
-  const objects = await openObjects({ dir: '.data', name: 'app', bindings: { COUNTER: { class: Counter, sql: true } }, vars: { GREETING: 'hi' }, maxOpenFiles: 64, alarmRetryMs: 500, maxLive: 1000, evictAfterMs: 70_000, hibernateAfterMs: 10_000 });
+  const objects = await openObjects({
+    dir: '.data',
+    name: 'app',
+    bindings: { COUNTER: { class: Counter, sql: true } },
+    vars: { GREETING: 'hi' },
+    maxOpenFiles: 64,
+    alarmRetryMs: 500,
+    maxLive: 1000,
+    evictAfterMs: 70_000,
+    hibernateAfterMs: 10_000,
+  });
   const ns = objects.env.COUNTER;
   void ns;
   const stats = objects.stats().archive?.records;
