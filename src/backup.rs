@@ -37,8 +37,21 @@ use crate::object::file::ObjectFile;
 use crate::sqlite::{self, Durability};
 use crate::store::WorkerFile;
 
-/// How long a copy waits for a worker's written commit to be synced.
-const UNSYNCED_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a copy waits for a worker's written commit to be synced. A sync
+/// takes tens to hundreds of microseconds; one that takes this long is a
+/// device in trouble, which a snapshot should report rather than wait out.
+pub(crate) const UNSYNCED_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A copy that waited [`UNSYNCED_WAIT`] for `what` of the file at `path`.
+pub(crate) fn waited_too_long(path: &Path, what: &str) -> Error {
+    Error::Backup {
+        detail: format!(
+            "{} has had {what} for over {} s",
+            path.display(),
+            UNSYNCED_WAIT.as_secs()
+        ),
+    }
+}
 
 /// Files copied or checked at once.
 const THREADS: usize = 4;
@@ -161,25 +174,20 @@ fn copy_worker<T>(
                 Image::Copied(out) => return Ok(Some(out)),
                 Image::NoFile => return Ok(None),
                 // Closed, or broken by a failed sync: it leaves the map
-                // once its file is as it stays.
-                _ => std::thread::yield_now(),
+                // once its file is as it stays (a failing device's cut may
+                // take a while).
+                _ if started.elapsed() > UNSYNCED_WAIT => {
+                    return Err(waited_too_long(src, "a closing handle"))
+                }
+                _ => std::thread::sleep(std::time::Duration::from_micros(50)),
             },
             Claim::Handle(worker) => match worker.with_image(|bytes| copy(bytes, mark()))? {
                 Image::Copied(out) => return Ok(Some(out)),
                 Image::NoFile => return Ok(None),
                 // Closing now; it leaves the map as soon as it has closed.
                 Image::Closed => std::thread::yield_now(),
-                // A sync takes tens to hundreds of microseconds; one that
-                // takes this long is a device in trouble, which a snapshot
-                // should report rather than wait out.
                 Image::Unsynced if started.elapsed() > UNSYNCED_WAIT => {
-                    return Err(Error::Backup {
-                        detail: format!(
-                            "{} has had a commit waiting for its sync for over {} s",
-                            src.display(),
-                            UNSYNCED_WAIT.as_secs()
-                        ),
-                    })
+                    return Err(waited_too_long(src, "a commit waiting for its sync"))
                 }
                 Image::Unsynced => std::thread::sleep(std::time::Duration::from_micros(50)),
             },

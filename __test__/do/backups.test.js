@@ -15,6 +15,7 @@ const { cli } = require('../helpers/control');
 const { loadThenKill, tally } = require('../helpers/archive-load');
 const { startServe } = require('../helpers/serve-cli');
 const { Ledger } = require('../fixtures/ledger-object');
+const { main } = require('../../js/cli');
 const { motoPath, startMoto, client } = require('../helpers/moto');
 
 const LOAD = path.join(__dirname, '..', 'fixtures', 'archive-load-objects.js');
@@ -38,7 +39,8 @@ async function contents(t, dir, names) {
 
 test('a snapshot taken while objects write holds each write acknowledged before it began, none begun after it ended, every commit whole', async (t) => {
   const root = tmpDir(t);
-  const h = await openLedgers(t, path.join(root, 'data'));
+  // Four files open at most: most objects are parked, copied from the disk.
+  const h = await openLedgers(t, path.join(root, 'data'), { maxOpenFiles: 4 });
   const names = Array.from({ length: 12 }, (_, i) => `o${i}`);
   const ops = [];
   let stop = false;
@@ -107,6 +109,20 @@ test("the archive needs durability 'full' on a Durable Object host too", async (
     instanceOf: RangeError,
     message: /archive needs durability 'full'/,
   });
+});
+
+test('serve --archive: a directory inside --dir, a retain that is no duration, and a retain without --archive are usage errors', async (t) => {
+  const cwd = tmpDir(t);
+  for (const [args, message] of [
+    [['--dir', path.join(cwd, 'data'), '--archive', path.join(cwd, 'data', 'a')], /^--archive: the archive's directory .* must be outside --dir/],
+    [['--archive', path.join(cwd, 'a'), '--archive-retain', '7x'], /^--archive-retain must be a duration/],
+    [['--archive-retain', '7d'], /^--archive-retain needs --archive <dir>/],
+  ]) {
+    let err = '';
+    const code = await main(['serve', ...args], { stdout: { write: () => {} }, stderr: { write: (s) => (err += s) } });
+    t.is(code, 2, err);
+    t.regex(err.replace(/^durable-workers serve: /, ''), message);
+  }
 });
 
 /** POSTs `body` to `url`; its status. */

@@ -95,7 +95,17 @@ function validate(options) {
  * unit (ms, s, m, h, d). Refused with durability 'relaxed'. Durable Object
  * hosts (do/host.js) take the same option.
  */
-function archive(a, dir, durability) {
+function archive(a, dir, durability, who = 'open()') {
+  try {
+    return checkArchive(a, dir, durability);
+  } catch (err) {
+    // The checks word their errors as open()'s; another caller is named instead.
+    if (who !== 'open()') err.message = err.message.replace(/^open\(\)/, who);
+    throw err;
+  }
+}
+
+function checkArchive(a, dir, durability) {
   // Relaxed commits reach the disk at checkpoints: an archive synced every
   // 200 ms could hold writes a power cut took from the worker.
   if (durability === 'relaxed') throw new RangeError("open(): archive needs durability 'full': with 'relaxed', the archive could hold writes a power loss takes from the worker");

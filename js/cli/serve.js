@@ -74,14 +74,7 @@ async function run(args, io) {
     values.maxOpenFiles = maxOpenFiles;
     if (values['archive-retain'] !== undefined && values.archive === undefined) throw new UsageError('--archive-retain needs --archive <dir>');
     if (values.archive === '') throw new UsageError('--archive must name a directory');
-    values.archiveOption = values.archive === undefined ? undefined : { to: values.archive, ...(values['archive-retain'] !== undefined && { retain: values['archive-retain'] }) };
-    if (values.archiveOption !== undefined) {
-      try {
-        require('../api/options').archive(values.archiveOption, values.dir ?? '.data');
-      } catch (err) {
-        throw new UsageError(err.message.replace(/^open\(\): archive(\.retain)?/, (_, retain) => (retain ? '--archive-retain' : '--archive')));
-      }
-    }
+    values.archiveOption = archiveOption(values);
     // Signals are ours from before startup: one arriving while the objects
     // open stops the server as soon as it exists. Once each, so a second
     // signal gets Node's default and ends the process.
@@ -140,6 +133,20 @@ function failure(err, values, io) {
   // The app's own module failed to load: its stack is the useful part.
   say(err?.cause !== undefined ? `${err.message}\n${err.cause?.stack ?? err.cause}` : (err?.stack ?? String(err)));
   return EXIT.FAILED;
+}
+
+/** `--archive <dir> [--archive-retain <d>]`: the archive option, checked as serve() would check it. */
+function archiveOption(values) {
+  if (values.archive === undefined) return undefined;
+  const retain = values['archive-retain'];
+  // A bare number is milliseconds, as the option takes it.
+  const option = { to: values.archive, ...(retain !== undefined && { retain: /^\d+$/.test(retain) ? Number(retain) : retain }) };
+  try {
+    require('../api/options').archive(option, values.dir ?? '.data', 'full', '--archive');
+  } catch (err) {
+    throw new UsageError(err.message.replace(/^--archive: archive\.retain/, '--archive-retain').replace(/^--archive: archive\.to/, '--archive').replace('outside dir', 'outside --dir'));
+  }
+  return option;
 }
 
 /** `--port`: 0 to 65535 (0: the system picks; "ready on" says which). */

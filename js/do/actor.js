@@ -347,7 +347,7 @@ class Actor {
     if (this.#native === null) return Promise.resolve();
     return this.#ready
       .catch(() => {})
-      .then(() => this.output.wait().catch(() => {}))
+      .then(() => this.output.drained())
       .then(() => this.o.host.commits.submit((id) => this.#native.close(id)))
       .then(
         () => {},

@@ -45,7 +45,7 @@ const DEFAULT_MAX_OPEN_FILES = 128;
 async function openObjects(o) {
   const dir = path.resolve(o.dir);
   const durability = o.durability ?? 'full';
-  const archive = o.archive === undefined ? undefined : archiveOption(o.archive, dir, durability);
+  const archive = o.archive === undefined ? undefined : archiveOption(o.archive, dir, durability, 'openObjects()');
   const files = new OpenFiles(whole(o.maxOpenFiles, DEFAULT_MAX_OPEN_FILES, 1, 'maxOpenFiles'));
   const residents = new Residents({
     maxLive: whole(o.maxLive, 10_000, 1, 'maxLive'),

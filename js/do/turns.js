@@ -52,6 +52,16 @@ class OutputGate {
     if (this.#broken !== null) throw this.#broken;
   }
 
+  /**
+   * Settles once every commit in flight has ended, durable or failed, even
+   * on a broken gate: an object's file is closed only after its last sync
+   * (a new instance's commits must not be archived, or copied, before an
+   * older one's).
+   */
+  drained() {
+    return Promise.all([...this.#locks]);
+  }
+
   /** @param {unknown} err */
   break(err) {
     if (this.#broken !== null) return;

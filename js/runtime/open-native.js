@@ -3,7 +3,7 @@
 // NativeHost, the shipper that sends the archive's local spool to a bucket,
 // and the archive's counters. Worker hosts (open) and Durable Object hosts
 // (openObjects) both open it here.
-const { fromNative } = require('../api/errors');
+const { DurableError, codes, fromNative } = require('../api/errors');
 
 /**
  * @typedef {{ to: string, s3?: import('../tools/s3-archive').S3Target, retainMs: number, baseEveryMs: number }} ArchiveOptions
@@ -23,7 +23,13 @@ async function openNative(dir, hostOptions, archive, commits) {
   // To a bucket: the core writes a local spool, shipped from here; its
   // numbering goes on from what the bucket holds.
   const s3 = archive?.s3 && require('../tools/s3-archive');
-  const firstSeq = s3 ? await s3.nextSeq(archive.s3) : undefined;
+  let firstSeq;
+  try {
+    firstSeq = s3 ? await s3.nextSeq(archive.s3) : undefined;
+  } catch (err) {
+    commits.close();
+    throw new DurableError(codes.BACKUP, `archive.s3: cannot list s3://${archive.s3.bucket}/${archive.s3.prefix}: ${err?.message ?? err}`, { cause: err });
+  }
   let native;
   try {
     native = NativeHost.open(

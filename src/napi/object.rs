@@ -218,7 +218,8 @@ impl NativeObject {
             return Ok(started.elapsed().as_secs_f64() * 1e6);
         }
         let o = self.inner.clone();
-        submit(&self.io, env, id, false, move || o.settle(&written))?;
+        submit(&self.io, env, id, false, move || o.settle(&written))
+            .inspect_err(|_| self.inner.dropped())?;
         Ok(-1.0)
     }
 

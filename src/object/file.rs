@@ -127,7 +127,10 @@ impl ObjectFile {
             crate::files::remove_files(path)?;
             return Ok(None);
         }
-        let f = Self::connect(path, durability, false)?;
+        let [wal, ..] = crate::layout::sidecars(path);
+        let bare = std::fs::metadata(path).is_ok_and(|m| m.len() <= 4096)
+            && std::fs::metadata(&wal).map_or(true, |m| m.len() <= 32);
+        let mut f = Self::connect(path, durability, false)?;
         let (app, check): (i32, i32) = f
             .conn
             .query_row(
@@ -142,6 +145,17 @@ impl ObjectFile {
                 detail: format!("not the file of Durable Object {id}"),
             });
         }
+        // Only the empty database a creation writes, with no log: made by an
+        // instance whose first write rolled back or never synced, so
+        // possibly never synced itself. The next commit syncs it first, as
+        // for a file made now (`Object::settle`).
+        f.fresh = bare
+            && f.conn
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(|e| Error::sqlite("open", path, e))?
+                == 0;
         Ok(Some(f))
     }
 

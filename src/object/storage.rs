@@ -10,7 +10,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::file::{ExecError, ObjectFile, Written};
 use crate::archive::Change;
-use crate::backup::Image;
+use crate::backup::{waited_too_long, Image, UNSYNCED_WAIT};
 use crate::catalog::Op;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -18,8 +18,6 @@ use crate::files::sync_dir;
 use crate::layout;
 use crate::wal::Pages;
 
-/// How long a copy waits for an object's written commits to be synced.
-const UNSYNCED_WAIT: Duration = Duration::from_secs(30);
 /// How long a copy holds an object's connection waiting for those syncs
 /// before it lets go and tries again.
 const HOLD: Duration = Duration::from_millis(5);
@@ -122,7 +120,7 @@ impl Object {
         // A copy may have pinned the file before this handle was made.
         self.engine.handles.wait_unpinned(&self.path);
         let (file, exists) = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
-            Some(f) => (f, true),
+            Some(f) => (self.opened(f), true),
             None => (ObjectFile::empty(&self.path)?, false),
         };
         // Read at the start, as workerd reads it to schedule it.
@@ -153,7 +151,7 @@ impl Object {
         let f = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
             Some(f) => {
                 f.get_alarm()?;
-                f
+                self.opened(f)
             }
             None if !file => ObjectFile::empty(&self.path)?,
             None => {
@@ -166,6 +164,15 @@ impl Object {
         };
         f.restore_settings(settings)?;
         Ok(f)
+    }
+
+    /// A file opened that may never have been synced (an empty database
+    /// whose first write never committed): its next commit syncs it first.
+    fn opened(&self, f: ObjectFile) -> ObjectFile {
+        if f.is_fresh() {
+            self.file_unsynced.store(true, Ordering::Release);
+        }
+        f
     }
 
     /// Closes the connection of an object with nothing open on it (no
@@ -326,6 +333,12 @@ impl Object {
         Ok(())
     }
 
+    /// A written commit that will never be settled (its hand-off to a
+    /// commit thread failed): no longer pending.
+    pub fn dropped(&self) {
+        self.settled();
+    }
+
     /// One written commit fewer pending.
     fn settled(&self) {
         let was = self
@@ -354,30 +367,39 @@ impl Object {
     ) -> Result<Image<T>> {
         let deadline = Instant::now() + UNSYNCED_WAIT;
         loop {
+            self.engine.check_open()?;
+            if self.failed.load(Ordering::Acquire) {
+                return Ok(Image::Closed);
+            }
+            // Most often nothing is pending: waited for without the connection.
+            self.drained_within(HOLD);
             let mut state = self.state.lock();
-            // Holding the connection, so that no commit is written
-            // meanwhile, but briefly: a commit alone on an idle loop is
-            // synced on the JS thread, which may be waiting for it.
+            if matches!(&*state, State::Closed) {
+                return Ok(Image::Closed);
+            }
+            // Holding the connection, so that no commit is written meanwhile,
+            // but briefly: a commit alone on an idle loop is synced on the JS
+            // thread, which may be waiting for it.
             if !self.drained_within(HOLD) {
                 drop(state);
                 if Instant::now() > deadline {
-                    return Err(self.stuck("a commit waiting for its sync"));
+                    return Err(waited_too_long(&self.path, "a commit waiting for its sync"));
                 }
-                std::thread::sleep(HOLD);
                 continue;
             }
             if self.failed.load(Ordering::Acquire) {
                 return Ok(Image::Closed);
             }
-            match &mut *state {
+            let (image, seq) = match &mut *state {
                 State::Closed => return Ok(Image::Closed),
                 // A turn's transaction (or an explicit one across awaits).
                 State::Open(f) if f.in_transaction() => {
                     drop(state);
                     if Instant::now() > deadline {
-                        return Err(self.stuck("a transaction open"));
+                        return Err(waited_too_long(&self.path, "a transaction open"));
                     }
                     std::thread::sleep(Duration::from_micros(200));
+                    continue;
                 }
                 // Made, and nothing in it synced or reported yet.
                 State::Open(f)
@@ -387,23 +409,22 @@ impl Object {
                 {
                     return Ok(Image::NoFile)
                 }
-                State::Open(f) => {
-                    let image = f.image()?;
-                    let seq = mark();
-                    drop(state);
-                    return copy(&image, seq).map(Image::Copied);
-                }
+                State::Open(f) => (f.image()?, mark()),
                 State::Parked { file: false, .. } => return Ok(Image::NoFile),
                 State::Parked { .. } | State::Unopened => {
                     // No connection: read from the disk, the object's next
                     // use waiting (as its load waits for a copy's pin).
                     self.engine.handles.wait_unpinned(&self.path);
-                    let seq = mark();
-                    return crate::backup::closed_image(&self.path, self.engine.durability, |b| {
-                        copy(b, seq)
-                    });
+                    match crate::backup::closed_image(&self.path, self.engine.durability, |b| {
+                        Ok(b.to_vec())
+                    })? {
+                        Image::Copied(bytes) => (bytes, mark()),
+                        _ => return Ok(Image::NoFile),
+                    }
                 }
-            }
+            };
+            drop(state);
+            return copy(&image, seq).map(Image::Copied);
         }
     }
 
@@ -417,16 +438,6 @@ impl Object {
             }
         }
         true
-    }
-
-    fn stuck(&self, what: &str) -> Error {
-        Error::Backup {
-            detail: format!(
-                "{} has had {what} for over {} s",
-                self.path.display(),
-                UNSYNCED_WAIT.as_secs()
-            ),
-        }
     }
 
     /// Checkpoints and closes; later use fails with `Closed`. A parked

@@ -201,3 +201,76 @@ fn a_copy_waiting_for_a_sync_lets_the_connection_go_for_a_sync_made_on_its_threa
     assert_eq!(values, vec![b"one".to_vec()]);
     Ok(())
 }
+
+#[test]
+fn a_file_whose_first_write_never_committed_is_synced_by_the_next_instance_first() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+    let o = object(&engine);
+    o.load()?;
+    // The first write made the file, then rolled back: nothing committed.
+    o.ensure_file()?;
+    o.with(|f| f.rollback())??;
+    o.close()?;
+    let again = Arc::new(object(&engine));
+    assert!(again.load()?, "the file is there");
+    let got = again.with_image(|| 0, |_, _| Ok(()))?;
+    assert!(
+        matches!(got, crate::backup::Image::NoFile),
+        "a copy takes nothing from a file no commit was synced to"
+    );
+    let first = put(&again, "k", b"one")?;
+    assert!(
+        first.fresh,
+        "the next instance's first commit syncs the file and its directory too"
+    );
+    again.settle(&first)?;
+    assert_eq!(get(&again, "k")?, Some(b"one".to_vec()));
+    again.close()?;
+    Ok(())
+}
+
+#[test]
+fn commits_synced_out_of_order_reach_the_archive_in_order_after_the_new_file() -> Result<()> {
+    use crate::archive::Config;
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let to = tmp.path().join("archive");
+    let config = Config {
+        to: to.clone(),
+        retain: std::time::Duration::from_secs(3600),
+        base_every: std::time::Duration::from_secs(3600),
+        first_seq: None,
+    };
+    let engine = Arc::new(Engine::open_archived(
+        &tmp.path().join("d"),
+        Durability::Full,
+        Some(config),
+    )?);
+    crate::archive::base::take(&engine)?;
+    let o = object(&engine);
+    o.load()?;
+    // Three commits of a new file, written before any is synced; their syncs
+    // end last first, as on commit threads.
+    let w = [
+        put(&o, "k", b"one")?,
+        put(&o, "k", b"two")?,
+        put(&o, "j", b"three")?,
+    ];
+    for written in w.iter().rev() {
+        o.settle(written)?;
+    }
+    o.close()?;
+    engine.close();
+    let out = tmp.path().join("restored");
+    let (restored, failed) =
+        crate::archive::restore::restore(&to, &out, None, None, Durability::Full)?;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(restored.len(), 1);
+    let back = Engine::open(&out, Durability::Full)?;
+    let again = object(&Arc::new(back));
+    assert!(again.load()?);
+    assert_eq!(get(&again, "k")?, Some(b"two".to_vec()));
+    assert_eq!(get(&again, "j")?, Some(b"three".to_vec()));
+    again.close()?;
+    Ok(())
+}
