@@ -144,7 +144,12 @@ function archiveOption(values) {
   try {
     require('../api/options').archive(option, values.dir ?? '.data', 'full', '--archive');
   } catch (err) {
-    throw new UsageError(err.message.replace(/^--archive: archive\.retain/, '--archive-retain').replace(/^--archive: archive\.to/, '--archive').replace('outside dir', 'outside --dir'));
+    throw new UsageError(
+      err.message
+        .replace(/^--archive: archive\.retain/, '--archive-retain')
+        .replace(/^--archive: archive\.to/, '--archive')
+        .replace('outside dir', 'outside --dir'),
+    );
   }
   return option;
 }
