@@ -41,10 +41,15 @@ test.serial('a bulk write, alone, still goes to a commit thread', async (t) => {
   for (let i = 0; i < 5; i++) await box.put('n', i);
   const before = h.stats();
   await box.putMany(Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`k${i}`, i])));
-  await box.put('n', 'small');
-  const d = delta(h.stats(), before);
-  t.is(d.commits, 2);
-  t.is(d.inline, 1, 'the write of 200 keys went to a thread, the write of one did not');
+  const bulk = delta(h.stats(), before);
+  t.is(bulk.commits, 1);
+  t.is(bulk.inline, 0, 'the write of 200 keys went to a thread');
+  // The control: writes of one key, alone, are made on the JS thread. Not
+  // every one: the core declines while the device's recent syncs are slow
+  // (a loaded machine), so a few are tried.
+  const after = h.stats();
+  for (let i = 0; i < 10; i++) await box.put('n', `small${i}`);
+  t.true(delta(h.stats(), after).inline > 0, 'writes of one key, alone, were made on the JS thread');
   t.is((await box.keys()).length, 201);
 });
 
