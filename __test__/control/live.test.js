@@ -40,7 +40,9 @@ test('inspect asks the process serving the directory, and says the summary came 
 test('top --json --once: calls/s above zero, the worker with a queue first among the busiest, the alarm, latency, no shards', async (t) => {
   const dir = path.join(tmpDir(t), 'data');
   const owner = await startOwner(t, dir);
-  const r = await cli(['top', dir, '--json', '--once', '--interval', '300']);
+  // A second between the samples: on a loaded machine the owner can go a few
+  // hundred milliseconds without running, and its rates would read zero.
+  const r = await cli(['top', dir, '--json', '--once', '--interval', '1000']);
   t.is(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   t.is(lines.length, 1, 'one sample line for --once');
