@@ -24,14 +24,14 @@ function open(t) {
   return { host, commits };
 }
 
-const writeDocs = (w, commits, ids, docs) =>
+const writeDocs = (w, commits, ids, docs, tags = ids.map(() => 1)) =>
   commits.submit((id) =>
     w.write(id, {
       keys: [],
       tags: [],
       values: [],
       deletes: [],
-      docs: { clear: false, colls: ids.map(() => 0), ids, tags: ids.map(() => 1), docs, columns: Buffer.alloc(0) },
+      docs: { clear: false, colls: ids.map(() => 0), ids, tags, docs, columns: Buffer.alloc(0) },
     }),
   );
 
@@ -90,12 +90,15 @@ test('a read runs on the JS thread once the file is open, and answers null until
   t.is(w.queryNow({ kind: 'find', collection: 0 }), null, 'created and left closed');
   const before = host.stats();
   t.deepEqual(unpackRows(await w.query({ kind: 'find', collection: 0 })).ids, ['a', 'b']);
-  t.deepEqual(unpackRows(w.getNow(0, 'b')).docs.map(String), ['two']);
-  t.deepEqual(unpackRows(w.getNow(0, 'zz')).ids, []);
-  t.is(unpackRows(w.queryNow({ kind: 'count', collection: 0 })).count, 2);
-  t.deepEqual(unpackRows(w.queryNow({ kind: 'find', collection: 0, desc: true, limit: 1 })).ids, ['b']);
+  t.deepEqual(unpackRows(w.getNow(0, 'b')).docs.map(String), ['two'], 'a clone (tag 1) comes back as its row');
+  t.is(w.getNow(0, 'zz'), false, 'none');
+  await writeDocs(w, commits, ['j', 'k'], [Buffer.from('{"n":"é日本"}'), Buffer.from([0x7b, 0xff, 0x7d])], [2, 2]);
+  t.is(w.getNow(0, 'j'), '{"n":"é日本"}', 'JSON text (tag 2) comes back as a string');
+  t.deepEqual(unpackRows(w.getNow(0, 'k')).docs, [Buffer.from([0x7b, 0xff, 0x7d])], 'bytes that are not UTF-8 come back as they are');
+  t.is(unpackRows(w.queryNow({ kind: 'count', collection: 0 })).count, 4);
+  t.deepEqual(unpackRows(w.queryNow({ kind: 'find', collection: 0, desc: true, limit: 1 })).ids, ['k']);
   const after = host.stats();
-  t.is(after.queries - before.queries, 5);
+  t.is(after.queries - before.queries, 7);
   t.is(after.queriesDeferred - before.queriesDeferred, 1, 'only the read that opened the file went to the pool');
   // The JS layer checks collections first: reaching the addon is a bug of ours.
   t.throws(() => w.getNow(7, 'a'), { code: 'ERR_DURABLE_INTERNAL' });

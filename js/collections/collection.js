@@ -26,8 +26,9 @@ const { plan, nativeConds, matches, evaluate } = require('./query');
  * @property {(coll: number) => object | undefined} overlay
  * @property {(coll: number) => import('./uncommitted').DocLayer} snapshot
  * @property {(q: object) => Rows | Promise<Rows>} query the rows now when the file is free, else a promise of them
- * @property {(coll: number, id: string) => { tag: number, bytes: Buffer } | null | undefined} getNow a document
- *   read now (null: none), or undefined when only `query` can read it
+ * @property {(coll: number, id: string) => string | { tag: number, bytes: Buffer } | null | undefined} getNow a
+ *   document read now (its JSON text, or its row in another format; null: none), or undefined when only
+ *   `query` can read it
  */
 
 class Collection {
@@ -71,8 +72,8 @@ class Collection {
    */
   async get(id) {
     this.#checkId(id);
-    const op = await this.#current(id);
-    return op === null ? undefined : this.#decode(id, op.tag, op.bytes);
+    const now = this.#now(id);
+    return this.#value(id, now !== undefined ? now : await this.#read(id));
   }
 
   /**
@@ -81,8 +82,8 @@ class Collection {
    */
   async delete(id) {
     this.#checkId(id);
-    const op = await this.#current(id);
-    if (op === null) return false;
+    const now = this.#now(id);
+    if ((now !== undefined ? now : await this.#read(id)) === null) return false;
     this.#store.write(this.#decl.index, id, null);
     return true;
   }
@@ -172,18 +173,32 @@ class Collection {
     return evaluate(p, rows).map((row) => row.doc);
   }
 
-  /** The document's current state: its write, or null if there is none. */
-  async #current(id) {
+  /**
+   * The document's state as known now: its uncommitted write, else its
+   * stored JSON text or row; null if there is none; undefined when only a
+   * read on the pool can say.
+   */
+  #now(id) {
     const coll = this.#decl.index;
     const known = this.#store.lookup(coll, id);
-    if (known !== undefined) return known;
-    const now = this.#store.getNow(coll, id);
-    if (now !== undefined) return now;
+    return known !== undefined ? known : this.#store.getNow(coll, id);
+  }
+
+  /** The document's state read on the pool: its row, or null if there is none. */
+  async #read(id) {
+    const coll = this.#decl.index;
     const r = await this.#store.query({ kind: 'get', collection: coll, id });
     // A write made while the read was out wins over what was read.
     const since = this.#store.lookup(coll, id);
     if (since !== undefined) return since;
     return r.ids.length === 0 ? null : { tag: r.tags[0], bytes: r.docs[0] };
+  }
+
+  /** The document `#now` or `#read` found, decoded; undefined for none. */
+  #value(id, found) {
+    if (found === null) return undefined;
+    if (typeof found === 'string') return JSON.parse(found);
+    return this.#decode(id, found.tag, found.bytes);
   }
 
   #decode(id, tag, bytes) {

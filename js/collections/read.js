@@ -49,23 +49,26 @@ function readRows(storage, q, who) {
 }
 
 /**
- * A document by id, read now on this thread: its row, null when there is
- * none, or undefined when the storage cannot answer now (and `readRows` must).
- * @param {{ getNow?: (coll: number, id: string) => Buffer | null }} storage
+ * A document by id, read now on this thread: its JSON text, its row when it
+ * is stored in another format, null when there is none, or undefined when
+ * the storage cannot answer now (and `readRows` must).
+ * @param {{ getNow?: (coll: number, id: string) => string | Buffer | false | null }} storage
  * @param {number} coll
  * @param {string} id
  * @param {() => string} who
- * @returns {{ tag: number, bytes: Buffer } | null | undefined}
+ * @returns {string | { tag: number, bytes: Buffer } | null | undefined}
  */
 function getNow(storage, coll, id, who) {
   if (storage.getNow === undefined) return undefined;
-  let packed;
+  let found;
   try {
-    packed = storage.getNow(coll, id);
+    found = storage.getNow(coll, id);
   } catch (err) {
     throw fromNative(err, who());
   }
-  return packed === null ? undefined : firstRow(packed);
+  if (typeof found === 'string') return found;
+  if (found === null) return undefined;
+  return found === false ? null : firstRow(found);
 }
 
 module.exports = { readRows, getNow };

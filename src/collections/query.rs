@@ -179,10 +179,34 @@ pub fn get(
     if !tables.has(&c.name) {
         return Ok(None);
     }
-    let sql = format!("SELECT id, tag, doc FROM {} WHERE id = ?1", c.table);
-    conn.prepare_cached(&sql)?
+    conn.prepare_cached(&c.select_one)?
         .query_row([id], read_row)
         .optional()
+}
+
+/// One document by id, its tag and bytes lent to `take` while the row is
+/// read: the caller copies them once, into what it returns, and no row is
+/// built. `None` when there is no such document.
+pub fn get_with<T>(
+    conn: &Connection,
+    c: &Collection,
+    tables: &Tables,
+    id: &str,
+    take: impl FnOnce(u32, &[u8]) -> T,
+) -> rusqlite::Result<Option<T>> {
+    if !tables.has(&c.name) {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(&c.select_one)?;
+    let mut rows = stmt.query([id])?;
+    match rows.next()? {
+        Some(row) => {
+            let tag: u32 = row.get(1)?;
+            let doc = row.get_ref(2)?.as_bytes()?;
+            Ok(Some(take(tag, doc)))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Documents in id order after `after`, at most `limit`: every document,

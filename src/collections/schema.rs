@@ -57,6 +57,9 @@ pub struct Collection {
     pub(crate) table: String,
     pub(crate) upsert: String,
     pub(crate) delete: String,
+    /// A document by id: built once, as a point read's statement is looked
+    /// up in the connection's cache by its text on every read.
+    pub(crate) select_one: String,
 }
 
 impl Collection {
@@ -84,12 +87,14 @@ impl Collection {
             names.join(", ")
         );
         let delete = format!("DELETE FROM {table} WHERE id = ?1");
+        let select_one = format!("SELECT id, tag, doc FROM {table} WHERE id = ?1");
         Some(Collection {
             name: name.to_string(),
             fields,
             table,
             upsert,
             delete,
+            select_one,
         })
     }
 

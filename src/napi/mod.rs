@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 use std::future::Future;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Buffer, BufferSlice, JsObjectValue, JsValue, PromiseRaw, ToNapiValue, Unknown,
+    AsyncTask, Buffer, BufferSlice, Either3, JsObjectValue, JsValue, PromiseRaw, ToNapiValue,
+    Unknown,
 };
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Task;
-use napi::{Env, Status};
+use napi::{Env, JsString, Status};
 use napi_derive::napi;
 use parking_lot::Mutex;
 

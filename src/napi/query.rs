@@ -12,22 +12,6 @@ pub struct Query {
 }
 
 impl Query {
-    /// A document by id, with nothing uncommitted to apply (the JS layer
-    /// answers from its own layers when the id is in them).
-    pub(super) fn get(
-        env: &Env,
-        schema: &Schema,
-        collection: u32,
-        id: String,
-    ) -> napi::Result<Self> {
-        let (ci, _) = declared(env, schema, collection)?;
-        Ok(Query {
-            ci,
-            read: Read::Get(id),
-            overlay: DocChanges::default(),
-        })
-    }
-
     /// A `find` with nothing uncommitted to apply, from its positional form
     /// (see `NativeWorker::find_now`).
     pub(super) fn find(
@@ -114,7 +98,11 @@ impl Query {
 }
 
 /// Collection `n` of the worker's declaration, with its index.
-fn declared<'s>(env: &Env, schema: &'s Schema, n: u32) -> napi::Result<(usize, &'s Collection)> {
+pub(super) fn declared<'s>(
+    env: &Env,
+    schema: &'s Schema,
+    n: u32,
+) -> napi::Result<(usize, &'s Collection)> {
     let ci = n as usize;
     schema
         .collections

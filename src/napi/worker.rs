@@ -6,6 +6,15 @@ use super::query::{Query, QueryTask};
 use super::*;
 use crate::committer;
 
+/// The codec's tag of a document stored as JSON text (`TAG_JSON` in
+/// js/state/codec.js): `get_now` hands it to JS as a string.
+const JSON_TAG: u32 = 2;
+
+thread_local! {
+    /// A point read's document, between the file's lock and its JS value.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One worker's storage handle.
 #[napi]
 pub struct NativeWorker {
@@ -213,17 +222,55 @@ impl NativeWorker {
         self.now(env, &query)
     }
 
-    /// `queryNow` of one document by id, its arguments passed as they are:
-    /// the read a collection makes most, without an object to unpack.
-    #[napi(ts_return_type = "Buffer | null")]
+    /// One document by id, read now on this thread (as `queryNow`): its
+    /// JSON text as a string, the packed row (see `dto::pack`) when it is
+    /// stored in another format, `false` when there is none, or `null` when
+    /// a commit holds the worker's file (or it is not open) and the caller
+    /// reads through `query`. The collection read a worker makes most: a
+    /// string spares it a Buffer (its allocation, its prototype, its free on
+    /// V8's sweeper thread) and the decoding of its bytes in JS.
+    #[napi(ts_return_type = "string | Buffer | false | null")]
     pub fn get_now<'env>(
         &self,
         env: &'env Env,
         collection: u32,
         id: String,
-    ) -> napi::Result<Option<BufferSlice<'env>>> {
-        let query = Query::get(env, self.inner.schema(), collection, id)?;
-        self.now(env, &query)
+    ) -> napi::Result<Option<Either3<JsString<'env>, BufferSlice<'env>, bool>>> {
+        let (_, c) = super::query::declared(env, self.inner.schema(), collection)?;
+        SCRATCH.with_borrow_mut(|doc| {
+            // Copied out under the file's lock, made into JS values after it:
+            // nothing that allocates on V8's heap runs while the lock is held.
+            doc.clear();
+            let read = self.inner.try_read(|conn, tables| {
+                collections::get_with(conn, c, tables, &id, |tag, bytes| {
+                    doc.extend_from_slice(bytes);
+                    tag
+                })
+            });
+            let tag = match read {
+                Ok(Some(Some(tag))) => tag,
+                Ok(Some(None)) => return Ok(Some(Either3::C(false))),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(to_js(env, &e)),
+            };
+            self.inner
+                .engine()
+                .counters
+                .docs_read
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if tag == JSON_TAG {
+                if let Ok(text) = std::str::from_utf8(doc) {
+                    return env.create_string(text).map(|s| Some(Either3::A(s)));
+                }
+            }
+            let row = collections::DocRow {
+                id,
+                tag,
+                doc: std::mem::take(doc),
+            };
+            let packed = pack(vec![row], 0).map_err(|e| to_js(env, &e))?;
+            BufferSlice::copy_from(env, packed).map(|b| Some(Either3::B(b)))
+        })
     }
 
     /// `queryNow` of a `find` with nothing uncommitted to apply, passed by
