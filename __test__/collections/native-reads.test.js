@@ -81,6 +81,23 @@ test('findNow, a find by position, reads what queryNow reads, and refuses a malf
   t.is(t.throws(() => w.findNow(0, Uint32Array.of(1, 0, 0, 0), Buffer.alloc(0))).code, 'ERR_DURABLE_INTERNAL', 'an order on an undeclared field');
 });
 
+test('findNow returns documents all stored as JSON text as one JSON array, in order; one in another format sends every row back packed', async (t) => {
+  const { host, commits } = open(t);
+  const w = host.worker('C', 'a');
+  await w.register();
+  await writeDocs(w, commits, ['b', 'a', 'c'], ['{"n":2}', '"é日本"', '[3]'].map((s) => Buffer.from(s)), [2, 2, 2]);
+  await writeDocs(w, commits, ['d'], [Buffer.from('{"n":4}')], [2]); // the file is open now
+  const all = Uint32Array.of(0, 0, 0, 0);
+  t.is(w.findNow(0, all, Buffer.alloc(0)), '["é日本",{"n":2},[3],{"n":4}]');
+  t.is(w.findNow(0, Uint32Array.of(0, 1, 3, 0), Buffer.alloc(0)), '[{"n":4},[3]]', 'descending, limit 2');
+  t.is(w.findNow(0, Uint32Array.of(0, 0, 1, 0), Buffer.alloc(0)), '[]', 'limit 0');
+  await writeDocs(w, commits, ['bb'], [Buffer.from([1, 2])], [1]);
+  const rows = unpackRows(w.findNow(0, all, Buffer.alloc(0)));
+  t.deepEqual(rows.ids, ['a', 'b', 'bb', 'c', 'd']);
+  t.deepEqual(rows.tags, [2, 2, 1, 2, 2]);
+  t.is(JSON.parse(w.findNow(0, Uint32Array.of(0, 0, 2, 0), Buffer.alloc(0))).length, 1, 'the clone is past the limit: JSON again');
+});
+
 test('a read runs on the JS thread once the file is open, and answers null until it is', async (t) => {
   const { host, commits } = open(t);
   const w = host.worker('C', 'a');

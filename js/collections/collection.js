@@ -15,7 +15,7 @@ const { encodeValue, decode } = require('../state/codec');
 const { columnsOf } = require('./declarations');
 const { plan, nativeConds, matches, evaluate } = require('./query');
 
-/** @typedef {{ ids: string[], tags: number[], docs: Buffer[], count: number }} Rows */
+/** @typedef {import('./result-rows').Rows} Rows */
 
 /**
  * What a collection needs from its worker's state (see DurableState).
@@ -145,6 +145,7 @@ class Collection {
       limit: p.limit,
       overlay: this.#store.overlay(coll),
     });
+    if (r.json !== undefined) return JSON.parse(r.json);
     return r.ids.map((id, i) => this.#decode(id, r.tags[i], r.docs[i]));
   }
 

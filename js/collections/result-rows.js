@@ -3,12 +3,17 @@
 // u32 rows, f64 count, then per row u32 tag, u32 id length, u32 document
 // length, the id's UTF-8 and the document's bytes (src/napi/dto.rs, pack).
 // Unpacked into the shape the JS layer reads, { ids, tags, docs, count }:
-// each document a view of the buffer, not a copy.
+// each document a view of the buffer, not a copy. A find read now whose
+// documents are all JSON text comes as that array's text instead: `json`.
 const { Buffer } = require('node:buffer');
+
+/** @typedef {{ ids: string[], tags: number[], docs: Buffer[], count: number, json: string | undefined }} Rows */
+
+const NONE = Object.freeze([]);
 
 /**
  * @param {Uint8Array} packed
- * @returns {{ ids: string[], tags: number[], docs: Buffer[], count: number }}
+ * @returns {Rows}
  */
 function unpackRows(packed) {
   const buf = Buffer.isBuffer(packed) ? packed : Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
@@ -25,7 +30,16 @@ function unpackRows(packed) {
     docs[i] = buf.subarray(idEnd, docEnd);
     at = docEnd;
   }
-  return { ids, tags, docs, count: buf.readDoubleLE(4) };
+  return { ids, tags, docs, count: buf.readDoubleLE(4), json: undefined };
+}
+
+/**
+ * A find's documents as one JSON array's text (NativeWorker.findNow).
+ * @param {string} json
+ * @returns {Rows}
+ */
+function jsonRows(json) {
+  return { ids: /** @type {string[]} */ (NONE), tags: /** @type {number[]} */ (NONE), docs: /** @type {Buffer[]} */ (NONE), count: 0, json };
 }
 
 /**
@@ -40,4 +54,4 @@ function firstRow(buf) {
   return { tag: buf.readUInt32LE(12), bytes: buf.subarray(docStart, docStart + buf.readUInt32LE(20)) };
 }
 
-module.exports = { unpackRows, firstRow };
+module.exports = { unpackRows, jsonRows, firstRow };

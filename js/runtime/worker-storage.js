@@ -3,7 +3,7 @@
 // commits through the commit threads (inline on the JS thread when small),
 // reads answered now where the native core can, and the first write that
 // creates the file.
-const { unpackRows } = require('../collections/result-rows');
+const { unpackRows, jsonRows } = require('../collections/result-rows');
 const { tracedCommit, batchShape } = require('../observe/trace');
 
 /**
@@ -68,7 +68,8 @@ function workerStorage(host, className, id, native, takeTrace) {
         ? undefined
         : (q) => {
             const r = q.kind === 'find' && q.overlay === undefined && native.findNow !== undefined ? native.findNow(q.collection, findShape(q), q.values) : native.queryNow(q);
-            return r === null ? null : unpackRows(r);
+            if (r === null) return null;
+            return typeof r === 'string' ? jsonRows(r) : unpackRows(r);
           },
     getNow: native.getNow === undefined ? undefined : (coll, id) => native.getNow(coll, id),
     query: (q) => native.query(q).then(unpackRows),

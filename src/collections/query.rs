@@ -130,8 +130,30 @@ pub fn find(
     tables: &Tables,
     q: &Query,
 ) -> rusqlite::Result<Vec<DocRow>> {
+    let mut rows = Vec::new();
+    find_each(conn, c, tables, q, |id, tag, doc| {
+        rows.push(DocRow {
+            id: id.to_string(),
+            tag,
+            doc: doc.to_vec(),
+        });
+        true
+    })?;
+    Ok(rows)
+}
+
+/// `find`, each row's id, tag and bytes lent to `each` in turn while it is
+/// read, until `each` returns false: no row is built unless the caller
+/// builds one.
+pub fn find_each(
+    conn: &Connection,
+    c: &Collection,
+    tables: &Tables,
+    q: &Query,
+    mut each: impl FnMut(&str, u32, &[u8]) -> bool,
+) -> rusqlite::Result<()> {
     if !tables.has(&c.name) {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let (filter, mut binds) = where_sql(c, &q.conds)?;
     let dir = if q.desc { "DESC" } else { "ASC" };
@@ -149,8 +171,15 @@ pub fn find(
         binds.push(Value::Integer(i64::from(n)));
     }
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params_from_iter(binds.iter()), read_row)?;
-    rows.collect()
+    let mut rows = stmt.query(params_from_iter(binds.iter()))?;
+    while let Some(row) = rows.next()? {
+        let id = row.get_ref(0)?.as_str()?;
+        let tag: u32 = row.get(1)?;
+        if !each(id, tag, row.get_ref(2)?.as_bytes()?) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// How many documents match `conds`.

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use std::future::Future;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Buffer, BufferSlice, Either3, JsObjectValue, JsValue, PromiseRaw, ToNapiValue,
-    Unknown,
+    AsyncTask, Buffer, BufferSlice, Either, Either3, JsObjectValue, JsValue, PromiseRaw,
+    ToNapiValue, Unknown,
 };
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Task;

@@ -74,6 +74,53 @@ impl Query {
         })
     }
 
+    /// A find's documents as the text of one JSON array, in its order, read
+    /// now on this thread into `out`: `Ok(Some(true))`, or `Some(false)`
+    /// when one is not stored as JSON text (the caller reads the rows then),
+    /// `None` when the file is not open and free (as [`Query::run`]).
+    pub(super) fn run_json(
+        &self,
+        w: &Worker,
+        json_tag: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<bool>> {
+        let Read::Find(q) = &self.read else {
+            return Ok(Some(false));
+        };
+        let c = w
+            .schema()
+            .get(self.ci)
+            .map_err(|e| Error::sqlite("read", w.path(), e))?;
+        out.clear();
+        out.push(b'[');
+        let mut json = true;
+        let mut n = 0u64;
+        let read = w.try_read(|conn, tables| {
+            collections::find_each(conn, c, tables, q, |_, tag, doc| {
+                json = tag == json_tag;
+                if json {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(doc);
+                    n += 1;
+                }
+                json
+            })
+        })?;
+        if read.is_none() {
+            return Ok(None);
+        }
+        out.push(b']');
+        if json {
+            w.engine()
+                .counters
+                .docs_read
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(Some(json))
+    }
+
     /// Runs the read on this thread now if the file is open and free
     /// (`Ok(None)` if not), else waiting for it: `wait`.
     pub(super) fn run(&self, w: &Worker, wait: bool) -> Result<Option<Vec<u8>>> {
