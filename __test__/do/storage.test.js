@@ -219,6 +219,18 @@ test('transaction() commits on return, rolls back on a throw or rollback(), and 
   t.deepEqual(got, { keys: ['kept'], after: 'Cannot get on rolled back transaction' });
 });
 
+test('an object broken inside transaction() closes: its next call is a new instance without the rolled-back write, and the host closes', async (t) => {
+  const h = await open(t);
+  const p = h.probe();
+  await p.run(`storage.kv.put('kept', 1);`);
+  await t.throwsAsync(p.run(`await storage.transaction(async (txn) => { await txn.put('lost', 1); await new Promise((r) => setTimeout(r, 10)); ctx.abort('reset'); });`), { message: /reset/ });
+  const within = (promise) => Promise.race([promise, new Promise((r) => setTimeout(r, 5000, 'timed out'))]);
+  t.deepEqual(await within(h.probe().run(`return [...(await storage.list()).keys()];`)), ['kept']);
+  await t.throwsAsync(p.run(`storage.transactionSync(() => { storage.kv.put('lost', 2); ctx.abort('reset again'); });`), { message: 'reset again' });
+  t.deepEqual(await within(h.probe().run(`return [...(await storage.list()).keys()];`)), ['kept']);
+  t.is(await within(h.close().then(() => 'closed')), 'closed');
+});
+
 test('deleteAll removes keys, tables and the alarm; refused inside a transaction', async (t) => {
   const h = await open(t);
   const got = await h.probe().run(`

@@ -332,6 +332,7 @@ class Actor {
 
   #broken() {
     this.hibernation.disconnect();
+    this.#turns?.abandon();
     try {
       this.#native?.rollback();
     } catch {

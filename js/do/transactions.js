@@ -80,10 +80,12 @@ function transaction(storage, closure) {
     try {
       turns.wrote(native.savepoint(OPEN, depth));
       const result = await closure(txn);
+      turns.check();
       if (txn[kState] === 'open') native.savepoint(RELEASE, depth);
       return result;
     } catch (err) {
-      if (txn[kState] === 'open') native.savepoint(ROLLBACK, depth);
+      // A broken object's transaction was rolled back whole when it broke.
+      if (txn[kState] === 'open' && turns.gate.broken === null) native.savepoint(ROLLBACK, depth);
       throw err;
     } finally {
       if (txn[kState] === 'open') txn[kState] = 'done';
@@ -107,9 +109,10 @@ function transactionSync(storage, closure) {
     try {
       result = closure();
     } catch (err) {
-      native.savepoint(ROLLBACK, depth);
+      if (turns.gate.broken === null) native.savepoint(ROLLBACK, depth);
       throw err;
     }
+    turns.check();
     native.savepoint(RELEASE, depth);
     return result;
   } finally {

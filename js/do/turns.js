@@ -103,6 +103,16 @@ class Turns {
     return this.#ending === null && this.#deferred === null && this.#before.size === 0;
   }
 
+  /**
+   * The object broke and its transaction was rolled back: the open turn
+   * will never commit, so its lock on the gate is let go (an object closes
+   * only once the gate has drained).
+   */
+  abandon() {
+    this.#ending?.(null);
+    this.#ending = null;
+  }
+
   /** Throws the error that broke the object, if one has. */
   check() {
     if (this.gate.broken !== null) throw this.gate.broken;
