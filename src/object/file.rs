@@ -89,8 +89,17 @@ pub struct ObjectFile {
     /// Made by this handle and not yet synced: the next sync covers the file
     /// and its directory too.
     fresh: bool,
+    /// Opened at the size a creation writes, with commits in its log: see
+    /// [`Self::make_durable`].
+    pub(super) replayed: bool,
     pub(super) alarm: std::cell::RefCell<AlarmCache>,
 }
+
+/// The size of the file a creation writes (one page, `empty_image`): a file
+/// with any table is larger once checkpointed.
+pub(crate) const CREATION_BYTES: u64 = 4096;
+/// A log's header: a log no longer than this holds no commit.
+const WAL_HEADER_BYTES: u64 = 32;
 
 /// A commit written to the log, for a commit thread to make durable
 /// ([`super::Object::settle`]).
@@ -128,8 +137,9 @@ impl ObjectFile {
             return Ok(None);
         }
         let [wal, ..] = crate::layout::sidecars(path);
-        let bare = std::fs::metadata(path).is_ok_and(|m| m.len() <= 4096)
-            && std::fs::metadata(&wal).map_or(true, |m| m.len() <= 32);
+        let creation_sized = std::fs::metadata(path).is_ok_and(|m| m.len() <= CREATION_BYTES);
+        let logged = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_HEADER_BYTES);
+        let bare = creation_sized && !logged;
         let mut f = Self::connect(path, durability, false)?;
         let (app, check): (i32, i32) = f
             .conn
@@ -156,7 +166,28 @@ impl ObjectFile {
                 })
                 .map_err(|e| Error::sqlite("open", path, e))?
                 == 0;
+        f.replayed = creation_sized && logged;
         Ok(Some(f))
+    }
+
+    /// Syncs the log, the file and its directory: for a file found the size a
+    /// creation writes with commits in its log ([`Self::replayed`]), made
+    /// durable as it is loaded, before anything is built on what it holds.
+    /// Its creator may have died after writing its first commit and before
+    /// that commit's sync, which covers the file and its directory: the page
+    /// cache still holds all three, and the log is read as if durable. The
+    /// syncs made.
+    pub fn make_durable(&self) -> Result<u64> {
+        let [wal, ..] = crate::layout::sidecars(&self.path);
+        for file in [&wal, &self.path] {
+            std::fs::File::open(file)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
+        }
+        if let Some(dir) = self.path.parent() {
+            crate::files::sync_dir(dir)?;
+        }
+        Ok(3)
     }
 
     /// For a catalog rebuilt from the files (`repair.rs`): the id and the
@@ -258,6 +289,7 @@ impl ObjectFile {
             wal,
             guard,
             fresh,
+            replayed: false,
             alarm: Default::default(),
         })
     }
