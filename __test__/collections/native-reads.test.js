@@ -85,7 +85,13 @@ test('findNow returns documents all stored as JSON text as one JSON array, in or
   const { host, commits } = open(t);
   const w = host.worker('C', 'a');
   await w.register();
-  await writeDocs(w, commits, ['b', 'a', 'c'], ['{"n":2}', '"é日本"', '[3]'].map((s) => Buffer.from(s)), [2, 2, 2]);
+  await writeDocs(
+    w,
+    commits,
+    ['b', 'a', 'c'],
+    ['{"n":2}', '"é日本"', '[3]'].map((s) => Buffer.from(s)),
+    [2, 2, 2],
+  );
   await writeDocs(w, commits, ['d'], [Buffer.from('{"n":4}')], [2]); // the file is open now
   const all = Uint32Array.of(0, 0, 0, 0);
   t.is(w.findNow(0, all, Buffer.alloc(0)), '["é日本",{"n":2},[3],{"n":4}]');

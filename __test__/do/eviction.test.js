@@ -39,6 +39,23 @@ class Counter extends DurableObject {
     return this.incr();
   }
 
+  /** A timer left running: it writes after `ms`, and records what happened. */
+  later(ms) {
+    setTimeout(() => {
+      try {
+        this.ctx.storage.kv.put('late', 1);
+        this.env.LOG.push('wrote');
+      } catch (err) {
+        this.env.LOG.push(err.code);
+      }
+    }, ms);
+    return this.incr();
+  }
+
+  late() {
+    return this.ctx.storage.kv.get('late') ?? null;
+  }
+
   /** Work that keeps the object busy after the call returns. */
   hold() {
     this.ctx.waitUntil(this.env.HOLD.promise);
@@ -50,10 +67,10 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function open(t, o) {
   let release;
-  const vars = { MADE: [], SOCKETS: [], HOLD: { promise: new Promise((r) => (release = r)) } };
+  const vars = { MADE: [], SOCKETS: [], LOG: [], HOLD: { promise: new Promise((r) => (release = r)) } };
   const h = await openObjects({ dir: tmpDir(t), name: 'test', bindings: { C: { class: Counter } }, vars, ...o });
   t.teardown(() => h.close());
-  return { h, made: vars.MADE, sockets: vars.SOCKETS, release, c: (name) => h.env.C.getByName(name) };
+  return { h, made: vars.MADE, sockets: vars.SOCKETS, log: vars.LOG, release, c: (name) => h.env.C.getByName(name) };
 }
 
 test('an object idle past evictAfterMs leaves memory at another event; its next call is a new instance, its storage whole', async (t) => {
@@ -98,6 +115,37 @@ test('an object with a socket of the standard API open is not evicted, and is on
   await c('other').incr();
   t.is((await c('talk').incr()).calls, 1, 'evicted once it closed');
   t.deepEqual(made, ['talk', 'other', 'talk']);
+});
+
+test('an evicted instance may no longer use its storage: a timer it left running is refused, and writes nothing', async (t) => {
+  const { made, log, c } = await open(t, { evictAfterMs: 50 });
+  await c('a').later(150);
+  await sleep(80);
+  await c('b').incr(); // evicts a
+  await sleep(120);
+  t.deepEqual(log, ['ERR_DURABLE_CLOSED']);
+  t.is(await c('a').late(), null);
+  t.deepEqual(made, ['a', 'b', 'a']);
+});
+
+test('an object whose response body is still streaming through the HTTP front stays in memory; once the body ends it may leave', async (t) => {
+  const s = await serve({ cwd: APP, dir: path.join(tmpDir(t), 'data'), port: 0, evictAfterMs: 50, log: () => {} });
+  t.teardown(() => s.close());
+  const instance = async () => (await fetch(`${s.url}/instance/streamer`)).json();
+  const first = await instance();
+  const res = await fetch(`${s.url}/ledger-stream/streamer`);
+  const reader = res.body.getReader();
+  t.is(new TextDecoder().decode((await reader.read()).value), 'head ');
+  await sleep(120);
+  await fetch(`${s.url}/append/someone`, { method: 'POST', body: 'x' }); // the check runs as events start
+  t.is(await instance(), first, 'not evicted while its body streams');
+  t.is(await (await fetch(`${s.url}/ledger-stream-end/streamer`)).text(), 'ended');
+  let rest = '';
+  for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+  t.is(rest, 'tail', 'the same instance ended the stream it started');
+  await sleep(120);
+  await fetch(`${s.url}/append/someone`, { method: 'POST', body: 'y' });
+  t.not(await instance(), first, 'evicted once its body ended');
 });
 
 test('evictAfterMs, hibernateAfterMs and maxLive are checked', async (t) => {

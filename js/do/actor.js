@@ -10,6 +10,8 @@ const { OutputGate, Turns } = require('./turns');
 const { DurableObjectStorage, internals } = require('./storage');
 const { actorContext } = require('./websocket');
 const { Hibernation } = require('./hibernation');
+const { holdUntilEnded } = require('./bodies');
+const { DurableError, codes } = require('../api/errors');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
@@ -107,6 +109,10 @@ class Actor {
   #native = null;
   /** Events started and not yet answered. */
   #events = 0;
+  /** Response bodies returned and not yet read to their end (./bodies.js). */
+  #streams = 0;
+  /** Why this instance takes no more events (evicted), or null. */
+  #gone = null;
 
   /**
    * @param {{ host: object, Class: Function, className: string, sql: boolean, env: object, onBroken: (actor: Actor) => void,
@@ -172,6 +178,8 @@ class Actor {
    * @returns {Promise<T>}
    */
   async event(body) {
+    // A reference kept past eviction (an alarm's retry): refused, never put back in memory.
+    if (this.#gone !== null) throw this.#gone;
     this.#events++;
     this.o.host.residents?.touch(this);
     try {
@@ -186,7 +194,7 @@ class Actor {
       await this.output.wait();
       return result;
     } finally {
-      this.#events--;
+      if (--this.#events === 0) this.o.host.residents?.rest(this);
     }
   }
 
@@ -197,11 +205,12 @@ class Actor {
 
   /**
    * Whether the object may leave memory now (./residents.js): constructed,
-   * idle, no output or `waitUntil` work waiting, no socket of the standard
-   * API open (hibernatable ones stay open without it).
+   * idle, no response body of its still streaming, no output or `waitUntil`
+   * work waiting, no socket of the standard API open (hibernatable ones stay
+   * open without it).
    */
   evictable() {
-    return this.#instance !== null && this.idle() && this.pending.size === 0 && !this.input.busy && !this.output.busy && !this.hibernation.holdsStandard();
+    return this.#instance !== null && this.idle() && this.#streams === 0 && this.pending.size === 0 && !this.input.busy && !this.output.busy && !this.hibernation.holdsStandard();
   }
 
   /** Whether it holds hibernatable sockets: it is evicted sooner, as workerd hibernates it. */
@@ -209,8 +218,19 @@ class Actor {
     return this.hibernation.open() > 0;
   }
 
-  /** Leaves memory: the namespace drops it and closes its file; its next event makes a new instance. */
+  /**
+   * Leaves memory: the namespace drops it and closes its file; its next
+   * event makes a new instance. What this instance left running (a timer,
+   * an interval) may go on, as Node has no isolate to tear down, but its
+   * storage is refused from now on.
+   */
   evict() {
+    const who = `Durable Object ${this.o.className} ${this.id.name === undefined ? this.id.toString() : JSON.stringify(this.id.name)}`;
+    this.#gone = new DurableError(
+      codes.CLOSED,
+      `${who}: this instance was evicted from memory (idle, or past maxLive) and may no longer use its storage; the object's next event runs in a new instance`,
+    );
+    this.#turns?.retire(this.#gone);
     this.o.onEvict(this);
   }
 
@@ -238,9 +258,15 @@ class Actor {
 
   /** @param {Request} request */
   fetch(request) {
-    return this.event((instance) => {
+    return this.event(async (instance) => {
       if (typeof instance.fetch !== 'function') throw new TypeError('Handler does not export a fetch() function.');
-      return instance.fetch(request);
+      const response = await instance.fetch(request);
+      const body = response instanceof Response ? response.body : null;
+      if (body !== null) {
+        this.#streams++;
+        holdUntilEnded(body, () => this.#streams--);
+      }
+      return response;
     });
   }
 

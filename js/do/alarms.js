@@ -227,7 +227,8 @@ class ObjectAlarms {
       // Given up: the alarm is deleted, as workerd deletes it.
       this.#retries.delete(k);
       try {
-        r.alarm = await actor.dropAlarm(r.at);
+        // Looked up again: the instance that fired may have left memory since.
+        r.alarm = await actorOf(this.#namespaces.get(cls), hex).dropAlarm(r.at);
       } catch {
         r.alarm = null;
       }

@@ -19,6 +19,7 @@
 // per request cost a tenth of the CPU of a small request.
 
 const { Readable } = require('node:stream');
+const { ended } = require('./bodies');
 
 /** Methods whose requests cannot carry a body in the fetch API. */
 const NO_BODY = new Set(['GET', 'HEAD']);
@@ -117,6 +118,7 @@ async function writeResponse(response, res) {
   } finally {
     res.off('close', onClose);
     res.off('drain', onDrain);
+    ended(body);
   }
 }
 

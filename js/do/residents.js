@@ -22,7 +22,7 @@
 const LOOK = 8;
 
 class Residents {
-  /** @type {Map<object, number>} actors in memory → when last used (ms), least recently used first */
+  /** @type {Map<object, number>} actors in memory → when their last event started or ended (ms), least recently used first */
   #used = new Map();
   #maxLive;
   #evictAfterMs;
@@ -31,8 +31,9 @@ class Residents {
 
   /**
    * @param {{ maxLive: number, evictAfterMs: number, hibernateAfterMs: number, now?: () => number }} o
+   *   now: a monotonic clock in ms (a step of the wall clock must not evict every object)
    */
-  constructor({ maxLive, evictAfterMs, hibernateAfterMs, now = Date.now }) {
+  constructor({ maxLive, evictAfterMs, hibernateAfterMs, now = () => performance.now() }) {
     this.#maxLive = maxLive;
     this.#evictAfterMs = evictAfterMs;
     this.#hibernateAfterMs = hibernateAfterMs;
@@ -54,6 +55,17 @@ class Residents {
     this.#used.delete(actor);
     this.#used.set(actor, now);
     this.#sweep(now);
+  }
+
+  /**
+   * An event of `actor` ended: its idle time counts from now, not from when
+   * the event started. Only an actor still resident is moved.
+   * @param {object} actor
+   */
+  rest(actor) {
+    if (!this.#used.has(actor)) return;
+    this.#used.delete(actor);
+    this.#used.set(actor, this.#now());
   }
 
   /** `actor` left memory another way (closed, broken). */

@@ -86,6 +86,8 @@ class Turns {
   #deferred = null;
   /** Savepoints open (explicit transactions, nested). */
   depth = 0;
+  /** Why this instance may no longer use its storage (see `retire`), or null. */
+  #retired = null;
 
   /**
    * @param {object} native the object's NativeObject
@@ -113,9 +115,19 @@ class Turns {
     this.#ending = null;
   }
 
-  /** Throws the error that broke the object, if one has. */
+  /**
+   * The instance left memory: its storage is refused from now on (a timer it
+   * left running, say), so nothing it writes lands after its file's close.
+   * @param {Error} err
+   */
+  retire(err) {
+    this.#retired = err;
+  }
+
+  /** Throws the error that broke the object, or retired this instance, if one has. */
   check() {
     if (this.gate.broken !== null) throw this.gate.broken;
+    if (this.#retired !== null) throw this.#retired;
   }
 
   /**

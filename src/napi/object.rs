@@ -217,9 +217,10 @@ impl NativeObject {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Ok(started.elapsed().as_secs_f64() * 1e6);
         }
-        let o = self.inner.clone();
-        submit(&self.io, env, id, false, move || o.settle(&written))
-            .inspect_err(|_| self.inner.dropped())?;
+        let (o, written) = (self.inner.clone(), Arc::new(written));
+        let job = written.clone();
+        submit(&self.io, env, id, false, move || o.settle(&job))
+            .inspect_err(|_| self.inner.dropped(&written))?;
         Ok(-1.0)
     }
 

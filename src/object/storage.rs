@@ -276,14 +276,7 @@ impl Object {
         }
         let started = Instant::now();
         if let Err(e) = self.sync(written) {
-            *failed = true;
-            self.failed.store(true, Ordering::Release);
-            self.settled();
-            if let State::Open(f) = std::mem::replace(&mut *self.state.lock(), State::Closed) {
-                f.abandon();
-            }
-            let _ = written.unsynced.discard(&self.path);
-            self.engine.handles.forget_object(self);
+            self.fail(&mut failed, written);
             return Err(e);
         }
         let c = &self.engine.counters;
@@ -342,9 +335,25 @@ impl Object {
     }
 
     /// A written commit that will never be settled (its hand-off to a
-    /// commit thread failed): no longer pending.
-    pub fn dropped(&self) {
+    /// commit thread failed): the object fails as for a failed sync, so no
+    /// later close checkpoints into the file a commit reported failed.
+    pub fn dropped(&self, written: &Written) {
+        let mut failed = self.syncing.lock();
+        self.fail(&mut failed, written);
+    }
+
+    /// The object fails (`failed` is `syncing`'s flag, held): `written` is
+    /// no longer pending and is cut from the log, and the file is closed
+    /// without a checkpoint.
+    fn fail(&self, failed: &mut bool, written: &Written) {
+        *failed = true;
+        self.failed.store(true, Ordering::Release);
         self.settled();
+        if let State::Open(f) = std::mem::replace(&mut *self.state.lock(), State::Closed) {
+            f.abandon();
+        }
+        let _ = written.unsynced.discard(&self.path);
+        self.engine.handles.forget_object(self);
     }
 
     /// One written commit fewer pending.

@@ -348,3 +348,23 @@ fn a_creation_writes_creation_bytes() -> Result<()> {
     assert_eq!(image.len() as u64, super::file::CREATION_BYTES);
     Ok(())
 }
+
+#[test]
+fn a_commit_whose_hand_off_failed_is_not_in_the_file_after_close() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let engine = Arc::new(Engine::open(tmp.path(), Durability::Full)?);
+    let o = object(&engine);
+    o.load()?;
+    let first = put(&o, "kept", b"1")?;
+    o.settle(&first)?;
+    let lost = put(&o, "lost", b"2")?;
+    // No commit thread took it: reported failed to the app.
+    o.dropped(&lost);
+    let _ = o.close();
+    let again = object(&engine);
+    assert!(again.load()?);
+    assert_eq!(get(&again, "kept")?, Some(b"1".to_vec()));
+    assert_eq!(get(&again, "lost")?, None);
+    again.close()?;
+    Ok(())
+}
