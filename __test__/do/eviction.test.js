@@ -80,7 +80,10 @@ test('an object idle past evictAfterMs leaves memory at another event; its next 
   await sleep(120);
   await c('b').incr();
   t.deepEqual(await c('a').incr(), { calls: 1, n: 3 }, 'a new instance (its field starts over), the same storage');
-  t.deepEqual(made, ['a', 'b', 'a']);
+  t.deepEqual(
+    made.filter((name) => name === 'a'),
+    ['a', 'a'],
+  );
 });
 
 test('past maxLive, the least recently used idle objects leave first', async (t) => {
@@ -101,7 +104,11 @@ test('an object with waitUntil work is not evicted, and is once the work is done
   await sleep(120);
   await c('other').incr();
   t.is((await c('busy').incr()).calls, 1, 'evicted once it is done');
-  t.deepEqual(made, ['busy', 'other', 'busy']);
+  // (On a loaded machine 'other' may leave between its calls too: not what is tested.)
+  t.deepEqual(
+    made.filter((name) => name === 'busy'),
+    ['busy', 'busy'],
+  );
 });
 
 test('an object with a socket of the standard API open is not evicted, and is once it closes', async (t) => {
@@ -114,7 +121,10 @@ test('an object with a socket of the standard API open is not evicted, and is on
   await sleep(120);
   await c('other').incr();
   t.is((await c('talk').incr()).calls, 1, 'evicted once it closed');
-  t.deepEqual(made, ['talk', 'other', 'talk']);
+  t.deepEqual(
+    made.filter((name) => name === 'talk'),
+    ['talk', 'talk'],
+  );
 });
 
 test('an evicted instance may no longer use its storage: a timer it left running is refused, and writes nothing', async (t) => {
