@@ -49,6 +49,9 @@ struct Wrapped {
     base: ffi::sqlite3_file,
     /// The index's blocks, in order; null until SQLite maps the first.
     index: *mut Vec<usize>,
+    /// The file's size as this connection last read or made it, or -1: see
+    /// [`x_file_size`].
+    size: i64,
 }
 
 /// Where the system VFS's file starts inside ours (16-aligned for any field).
@@ -132,6 +135,7 @@ unsafe extern "C" fn x_open(
         let w = f.cast::<Wrapped>();
         (*w).base.pMethods = ptr::null();
         (*w).index = ptr::null_mut();
+        (*w).size = -1;
         let inner = real(f);
         let rc = open(system, name, inner, flags, out_flags);
         // SQLite calls xClose on any file whose methods are set, failed or not.
@@ -159,14 +163,83 @@ macro_rules! forward {
 }
 
 forward!(x_read, xRead, (buf: *mut c_void, n: c_int, at: ffi::sqlite3_int64));
-forward!(x_write, xWrite, (buf: *const c_void, n: c_int, at: ffi::sqlite3_int64));
-forward!(x_truncate, xTruncate, (size: ffi::sqlite3_int64));
+forward!(sys_write, xWrite, (buf: *const c_void, n: c_int, at: ffi::sqlite3_int64));
+forward!(sys_truncate, xTruncate, (size: ffi::sqlite3_int64));
 forward!(x_sync, xSync, (flags: c_int));
-forward!(x_file_size, xFileSize, (size: *mut ffi::sqlite3_int64));
+forward!(sys_file_size, xFileSize, (size: *mut ffi::sqlite3_int64));
+forward!(sys_file_control, xFileControl, (op: c_int, arg: *mut c_void));
 forward!(x_lock, xLock, (level: c_int));
 forward!(x_unlock, xUnlock, (level: c_int));
 forward!(x_check_reserved_lock, xCheckReservedLock, (out: *mut c_int));
-forward!(x_file_control, xFileControl, (op: c_int, arg: *mut c_void));
+
+// The file's size, kept: SQLite asks for it at the start of every read
+// transaction while the log is empty (a log holding a commit knows the
+// database's size), and the system VFS answers each time with an `fstat`,
+// a system call per point read. Only this connection changes the file while
+// it is open (see "Safety"): a write can only grow it to its end, a
+// truncate or a size hint makes it unknown again, and a failed call too.
+
+unsafe extern "C" fn x_file_size(
+    f: *mut ffi::sqlite3_file,
+    size: *mut ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: see "Safety" at the top of this module.
+    unsafe {
+        let w = f.cast::<Wrapped>();
+        if (*w).size >= 0 {
+            *size = (*w).size;
+            return ffi::SQLITE_OK;
+        }
+        let rc = sys_file_size(f, size);
+        if rc == ffi::SQLITE_OK {
+            (*w).size = *size;
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_write(
+    f: *mut ffi::sqlite3_file,
+    buf: *const c_void,
+    n: c_int,
+    at: ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: see "Safety" at the top of this module.
+    unsafe {
+        let rc = sys_write(f, buf, n, at);
+        let w = f.cast::<Wrapped>();
+        if rc != ffi::SQLITE_OK {
+            (*w).size = -1;
+        } else if (*w).size >= 0 {
+            (*w).size = (*w).size.max(at + ffi::sqlite3_int64::from(n));
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_truncate(f: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
+    // SAFETY: see "Safety" at the top of this module.
+    unsafe {
+        // The system VFS may round the size up to its chunk size.
+        (*f.cast::<Wrapped>()).size = -1;
+        sys_truncate(f, size)
+    }
+}
+
+unsafe extern "C" fn x_file_control(
+    f: *mut ffi::sqlite3_file,
+    op: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: see "Safety" at the top of this module.
+    unsafe {
+        // A size hint may extend the file; a chunk size changes how it grows.
+        if op == ffi::SQLITE_FCNTL_SIZE_HINT || op == ffi::SQLITE_FCNTL_CHUNK_SIZE {
+            (*f.cast::<Wrapped>()).size = -1;
+        }
+        sys_file_control(f, op, arg)
+    }
+}
 forward!(x_sector_size, xSectorSize, ());
 forward!(x_device_characteristics, xDeviceCharacteristics, ());
 
@@ -551,6 +624,52 @@ mod tests {
             .query_row("SELECT sum(length(v)) FROM t", [], |r| r.get(0))
             .map_err(|e| Error::sqlite("sum", &path, e))?;
         assert_eq!(sum, 1001 * 500);
+        let ok: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| Error::sqlite("check", &path, e))?;
+        assert_eq!(ok, "ok");
+        Ok(())
+    }
+
+    /// The size the connection keeps for its file: unknown, or the file's.
+    fn kept_size_is_true(conn: &Connection, path: &Path) -> bool {
+        let Some(w) = ours(conn) else { return false };
+        // SAFETY: the file is ours and open; `size` is read on this thread,
+        // which holds the connection.
+        let kept = unsafe { (*w).size };
+        let real = std::fs::metadata(path).map_or(-1, |m| m.len() as i64);
+        kept == -1 || kept == real
+    }
+
+    #[test]
+    fn the_file_size_a_connection_keeps_follows_checkpoints_vacuum_and_truncation() -> Result<()> {
+        let (_tmp, path, conn) = fresh()?;
+        let sql = |q: &str| {
+            conn.execute_batch(q)
+                .map_err(|e| Error::sqlite("sql", &path, e))
+        };
+        for round in 0..6 {
+            insert(&conn, &path, 1 + round * 200, 200)?;
+            assert!(kept_size_is_true(&conn, &path), "after commit {round}");
+            assert_eq!(count(&conn, &path)?, 200 * (round + 1));
+            sql("PRAGMA wal_checkpoint(TRUNCATE)")?;
+            // An empty log: the size comes from the file, kept or asked.
+            assert_eq!(count(&conn, &path)?, 200 * (round + 1));
+            assert!(kept_size_is_true(&conn, &path), "after checkpoint {round}");
+        }
+        sql("DELETE FROM t WHERE k % 3 != 0")?;
+        sql("PRAGMA wal_checkpoint(TRUNCATE)")?;
+        sql("VACUUM")?;
+        sql("PRAGMA wal_checkpoint(TRUNCATE)")?;
+        assert!(
+            kept_size_is_true(&conn, &path),
+            "after VACUUM shrank the file"
+        );
+        assert_eq!(count(&conn, &path)?, 400);
+        insert(&conn, &path, 5000, 300)?;
+        sql("PRAGMA wal_checkpoint(TRUNCATE)")?;
+        assert!(kept_size_is_true(&conn, &path), "grown again");
+        assert_eq!(count(&conn, &path)?, 700);
         let ok: String = conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(|e| Error::sqlite("check", &path, e))?;
