@@ -175,18 +175,20 @@ both('ctx.abort() resets the worker: the caller is told, the write before it is 
 both('a call past its stub’s timeout gets ERR_DURABLE_TIMEOUT; the worker is reset without its write and serves the next call', async (t, h) => {
   await h.call('Box', 'stalled', 'put', 'kept', 1);
   const began = Date.now();
-  const stalled = h.call('Box', 'stall-caller', 'within', 200, 'stalled', 'stall', 'dropped');
-  await new Promise((r) => setTimeout(r, 50));
+  // The queued call must reach the worker while stall() runs: sent once stall() has begun (not after a
+  // fixed pause), with a deadline far enough away that a loaded machine still gets it there in time.
+  const stalled = h.call('Box', 'stall-caller', 'within', 1000, 'stalled', 'stall', 'dropped', 'stall-signal');
+  while ((await h.call('Box', 'stall-signal', 'get', 'began')) !== true) await new Promise((r) => setTimeout(r, 10));
   const queued = h.call('Box', 'queued-caller', 'within', 5000, 'stalled', 'get', 'kept');
   const out = await stalled;
   // A call queued behind it runs on a fresh instance on Node; the platform's reset fails it on workerd.
   t.like(await queued, h.name === 'workerd' ? { code: 'ERR_DURABLE_RESET' } : { value: 1 });
   t.true(Date.now() - began < 5000);
   t.is(out.code, 'ERR_DURABLE_TIMEOUT');
-  t.regex(out.message, /^Box "stalled": stall\(\) ran for \d+ ms, past its deadline \(200 ms\); the worker was reset$/);
+  t.regex(out.message, /^Box "stalled": stall\(\) ran for \d+ ms, past its deadline \(1000 ms\); the worker was reset$/);
   t.is(await h.call('Box', 'stalled', 'get', 'kept'), 1);
   // On Node a call's writes commit when it ends, so the reset drops them; workerd commits at the end of each
-  // synchronous turn, so a write made before the first await had committed already (docs/cloudflare.md).
+  // synchronous turn, so the write made in the turn before the stall had committed already (docs/cloudflare.md).
   t.is(await h.call('Box', 'stalled', 'get', 'dropped'), h.name === 'workerd' ? 'written before the stall' : undefined);
   t.deepEqual(await h.call('Box', 'stall-caller', 'within', 1000, 'stalled', 'put', 'next', 2), { value: 2 });
 });

@@ -48,4 +48,18 @@ async function fireDue(alarms, schedules, port) {
   return null;
 }
 
-module.exports = { fireDue };
+/**
+ * Runs what a due alarm calls on `instance`: a schedule's method, or
+ * `alarm({ name, scheduledTime, retryCount })`.
+ * @param {object} instance
+ * @param {string} className names the class when it has no alarm()
+ * @param {{ name: string, scheduled: number, attempt: number }} a
+ * @param {{ method: string, args: unknown[] } | null} call the schedule's, or null for an alarm
+ */
+function runHandler(instance, className, a, call) {
+  if (call !== null) return instance[call.method](...call.args);
+  if (typeof instance.alarm !== 'function') throw new TypeError(`${className} has alarms set but no alarm() method`);
+  return instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt });
+}
+
+module.exports = { fireDue, runHandler };

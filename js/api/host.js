@@ -145,7 +145,8 @@ class Host extends EventEmitter {
     checkWorkerId(binding.name, id);
     const who = label(binding.name, id);
     const timeout = stubTimeout(options, who);
-    return makeStub((method, args) => this.#call(binding, id, who, method, args, current(), timeout), who);
+    const key = keyOf(binding.name, id);
+    return makeStub((method, args) => this.#call(binding, id, who, method, args, current(), timeout, key), who);
   }
 
   /**
@@ -251,14 +252,13 @@ class Host extends EventEmitter {
 
   // --- calls -------------------------------------------------------------
 
-  #call(binding, id, who, method, args, caller = current(), timeout = undefined) {
-    if (!this.#observe.tracing) return this.#untraced(binding, id, who, method, args, caller, timeout, undefined);
-    return this.#observe.call(binding, id, method, caller, (trace) => this.#untraced(binding, id, who, method, args, caller, timeout, trace));
+  #call(binding, id, who, method, args, caller = current(), timeout = undefined, key = keyOf(binding.name, id)) {
+    if (!this.#observe.tracing) return this.#untraced(binding, id, who, method, args, caller, timeout, undefined, key);
+    return this.#observe.call(binding, id, method, caller, (trace) => this.#untraced(binding, id, who, method, args, caller, timeout, trace, key));
   }
 
-  #untraced(binding, id, who, method, args, caller, timeout, trace) {
+  #untraced(binding, id, who, method, args, caller, timeout, trace, key) {
     if (this.#closed) return this.#refuse(binding, method, closedError(who));
-    const key = keyOf(binding.name, id);
     let release;
     try {
       refuseStale(caller, `a call to ${who}`);

@@ -17,7 +17,7 @@
 // named alarms (./alarms.js), the caps (./state.js), and the checks and codes
 // of the Node host.
 const { DurableError, codes, label } = require('../api/errors');
-const { NONE, abortError, deadlineOf, expiredError, timeoutError, within } = require('../runtime/deadline');
+const { NONE, TIMED_OUT, abortError, deadlineOf, expiredError, timeoutError, within } = require('../runtime/deadline');
 const { CLASS_NAME, alarmBackoff, mailboxFull } = require('../api/rules');
 const { Mailbox: Queue } = require('../runtime/mailbox');
 const { construct, callableMethods } = require('../api/worker');
@@ -34,7 +34,6 @@ const MAILBOX = 1024;
 const RESERVED = new Set(['fetch', '__call', '__deleteAll', '__connect']);
 
 const RT = Symbol('durable-workers runtime');
-const TIMED_OUT = Symbol('timed out');
 
 /**
  * The mailbox (runtime/mailbox.js, as on Node): entries run one at a time, in
@@ -148,9 +147,9 @@ class Runtime {
         this.resolveId(id);
         return this.materialize();
       });
-      const deadline = deadlineOf(typeof limits?.timeout === 'number' ? limits.timeout : undefined, outer);
-      if (deadline <= Date.now()) throw expiredError(who(), method);
       const began = Date.now();
+      const deadline = deadlineOf(typeof limits?.timeout === 'number' ? limits.timeout : undefined, outer, began);
+      if (deadline <= began) throw expiredError(who(), method);
       const run = inChain(calls, deadline === NONE ? undefined : deadline, async () => w[method](...args));
       if (deadline === NONE) return run;
       return within(run, deadline, TIMED_OUT).catch((err) => {

@@ -44,6 +44,11 @@ function runIn(frame, fn) {
   return frames.run(frame, fn);
 }
 
+/** `fn.apply(self, args)` as code of the worker described by `frame`, with no closure made per call. */
+function applyIn(frame, fn, self, args) {
+  return frames.run(frame, Reflect.apply, fn, self, args);
+}
+
 /**
  * Builds the frame for a call into `key`, made from `caller` (or from
  * outside). `timeout` is the call's own (./deadline.js); `outer` its caller's
@@ -126,4 +131,4 @@ class WaitGraph {
   }
 }
 
-module.exports = { current, runIn, frameFor, refuseStale, WaitGraph };
+module.exports = { current, runIn, applyIn, frameFor, refuseStale, WaitGraph };

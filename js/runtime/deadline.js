@@ -15,17 +15,20 @@ const { DurableError, codes } = require('../api/errors');
 
 /** No deadline: the default. */
 const NONE = Infinity;
+/** What `within` rejects with when a deadline passes, by the callers that need nothing else. */
+const TIMED_OUT = Symbol('timed out');
 /** The longest a Node timer waits; a longer deadline is reached in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The deadline of an entry starting now: `timeout` ms from now (none when
+ * The deadline of an entry starting `now`: `timeout` ms from then (none when
  * undefined), and no later than `outer`, its caller's.
  * @param {number | undefined} timeout
  * @param {number | undefined} outer
+ * @param {number} [now] epoch ms (the caller's reading, so a limit it reports is the timeout itself)
  */
-function deadlineOf(timeout, outer) {
-  const own = timeout === undefined ? NONE : Date.now() + timeout;
+function deadlineOf(timeout, outer, now = Date.now()) {
+  const own = timeout === undefined ? NONE : now + timeout;
   return outer === undefined ? own : Math.min(own, outer);
 }
 
@@ -82,4 +85,4 @@ function within(promise, deadline, timedOut) {
   });
 }
 
-module.exports = { NONE, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within };
+module.exports = { NONE, TIMED_OUT, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within };

@@ -17,25 +17,22 @@ const { Mailbox } = require('./mailbox');
 const { QueuedWorker } = require('./queued-worker');
 const { DurableState } = require('../state/resident-state');
 const { construct } = require('../api/worker');
-const { runIn, frameFor } = require('./call-chain');
+const { runIn, applyIn, frameFor } = require('./call-chain');
 const { clone } = require('../state/codec');
 const { fromNative, label, codes } = require('../api/errors');
 const { backfill } = require('../collections/backfill');
 const { performance } = require('node:perf_hooks');
 const { tracedAlarm, tracedSocketEvent } = require('../observe/trace');
 const { workerStorage } = require('./worker-storage');
-const { NONE, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within } = require('./deadline');
+const { NONE, TIMED_OUT, deadlineOf, timeoutError, expiredError, abortError, abandonedError, within } = require('./deadline');
 const { ABORT } = require('../api/worker-context');
 const { waitAtMost, ORDER_WAIT_MS } = require('../alarms/order');
-const { fireDue } = require('../alarms/firing');
+const { fireDue, runHandler } = require('../alarms/firing');
 const { schedulesOf } = require('../alarms/state-alarms');
 const { SYSTEM } = require('../alarms/clock');
 
 /** What a worker that has never been written loads. */
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null });
-
-/** What `within` rejects with when a deadline passes. */
-const TIMED_OUT = Symbol('timed out');
 
 class LiveWorker extends QueuedWorker {
   /** The worker's storage, as its state uses it. */
@@ -108,7 +105,16 @@ class LiveWorker extends QueuedWorker {
     this.#stateRuntime.clock = this.#clock;
   }
 
-  async #run(entry) {
+  /** Runs a mailbox entry: the usual one, a call with no reset pending, without a second async frame. */
+  #run(entry) {
+    if (entry.kind !== 'call' || this.#resetBy !== null) return this.#runAny(entry);
+    return this.failure !== null ? entry.reject(this.failure) : this.#call(entry).then(this.#afterReset);
+  }
+
+  /** A reset while an entry ran (its deadline, ctx.abort()) reloads the worker before the next one. */
+  #afterReset = () => (this.#resetBy !== null && this.failure === null ? this.#reload() : undefined);
+
+  async #runAny(entry) {
     // A reset while the mailbox was idle (ctx.abort() from a timer) reloads before the next entry.
     if (this.#resetBy !== null && this.failure === null && entry.kind !== 'close') await this.#reload();
     switch (entry.kind) {
@@ -127,7 +133,7 @@ class LiveWorker extends QueuedWorker {
       case 'close':
         return this.#close(entry);
     }
-    if (this.#resetBy !== null && this.failure === null) await this.#reload();
+    await this.#afterReset();
   }
 
   async #start() {
@@ -166,8 +172,10 @@ class LiveWorker extends QueuedWorker {
   }
 
   async #call(e) {
-    const deadline = deadlineOf(e.frame.timeout ?? this.host.callTimeout, e.frame.outer);
-    if (deadline <= Date.now()) return e.reject(expiredError(this.who, e.method));
+    const timeout = e.frame.timeout ?? this.host.callTimeout;
+    const began = timeout === undefined && e.frame.outer === undefined ? 0 : Date.now();
+    const deadline = deadlineOf(timeout, e.frame.outer, began);
+    if (deadline <= began) return e.reject(expiredError(this.who, e.method));
     const frame = e.frame;
     frame.worker = this;
     frame.epoch = this.epoch;
@@ -175,11 +183,9 @@ class LiveWorker extends QueuedWorker {
     this.inCall = true;
     let ok = false;
     let out;
-    const began = deadline === NONE ? 0 : Date.now();
     try {
       const fn = this.instance[e.method];
-      const run = () => runIn(frame, () => fn.apply(this.instance, e.args));
-      const p = frame.scope === undefined ? run() : frame.scope.runInAsyncScope(run);
+      const p = frame.scope === undefined ? applyIn(frame, fn, this.instance, e.args) : frame.scope.runInAsyncScope(applyIn, null, frame, fn, this.instance, e.args);
       out = await (deadline === NONE ? p : within(Promise.resolve(p), deadline, TIMED_OUT));
       ok = true;
     } catch (err) {
@@ -226,7 +232,7 @@ class LiveWorker extends QueuedWorker {
       const cut = await fireDue(this.#stateRuntime.alarms, schedulesOf(this.state), {
         run: (a, call) =>
           tracedAlarm(this.host, this.binding.name, this.id, call === null ? a : { ...a, name: `schedule ${call.id}` }, () =>
-            this.#hook(() => this.#handle(a, call), call === null ? 'alarm()' : `${call.method}()`),
+            this.#hook(() => runHandler(this.instance, this.binding.name, a, call), call === null ? 'alarm()' : `${call.method}()`),
           ),
         failed: (err, info) => this.host.alarmFailed(err, { ...who, ...info }),
         cut: () => this.#resetBy !== null,
@@ -302,22 +308,15 @@ class LiveWorker extends QueuedWorker {
     if (this.#stateRuntime.hasFile() && this.native.closeNow?.() !== true) await this.host.commits.submit((cid) => this.native.close(cid));
   }
 
-  /** A due alarm's handler, or a schedule's method. */
-  #handle(a, call) {
-    if (call !== null) return this.instance[call.method](...call.args);
-    if (typeof this.instance.alarm !== 'function') throw new TypeError(`${this.binding.name} has alarms set but no alarm() method`);
-    return this.instance.alarm({ name: a.name, scheduledTime: a.scheduled, retryCount: a.attempt });
-  }
-
   /**
    * Runs a lifecycle hook (`what`: start(), alarm(), a socket handler,
    * stop()) as this worker's code, within the host's callTimeout.
    */
   async #hook(fn, what) {
-    const deadline = deadlineOf(this.host.callTimeout, undefined);
+    const began = Date.now();
+    const deadline = deadlineOf(this.host.callTimeout, undefined, began);
     const frame = Object.assign(frameFor(undefined, this.key, this.who, this), { epoch: this.epoch, deadline });
     if (deadline === NONE) return runIn(frame, fn);
-    const began = Date.now();
     try {
       return await within(Promise.resolve(runIn(frame, fn)), deadline, TIMED_OUT);
     } catch (err) {
