@@ -209,8 +209,11 @@ pub(crate) fn closed_image<T>(
 ) -> Result<Image<T>> {
     let [wal, ..] = layout::sidecars(path);
     // A log with frames (a crash before the checkpoint at close): read
-    // through SQLite, which applies them. An empty one is the norm.
+    // through SQLite, which applies them. An empty one is the norm. Read, it
+    // is checkpointed: a Durable Object's file that may never have been
+    // synced is made durable first, as its load would.
     if fs::metadata(&wal).is_ok_and(|m| m.len() > 0) && path.exists() {
+        crate::object::file::make_durable_if_replayed(path)?;
         return WorkerFile::with_image_of(path, durability, copy).map(Image::Copied);
     }
     match fs::read(path) {

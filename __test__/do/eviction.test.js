@@ -56,6 +56,10 @@ class Counter extends DurableObject {
     return this.ctx.storage.kv.get('late') ?? null;
   }
 
+  fetch() {
+    return new Response(`body of ${this.ctx.id.name}`);
+  }
+
   /** Work that keeps the object busy after the call returns. */
   hold() {
     this.ctx.waitUntil(this.env.HOLD.promise);
@@ -129,13 +133,26 @@ test('an object with a socket of the standard API open is not evicted, and is on
 
 test('an evicted instance may no longer use its storage: a timer it left running is refused, and writes nothing', async (t) => {
   const { made, log, c } = await open(t, { evictAfterMs: 50 });
-  await c('a').later(150);
+  await c('a').later(600);
   await sleep(80);
-  await c('b').incr(); // evicts a
-  await sleep(120);
+  await c('b').incr(); // evicts a, well before its timer fires
+  for (let i = 0; i < 100 && log.length === 0; i++) await sleep(20);
   t.deepEqual(log, ['ERR_DURABLE_CLOSED']);
   t.is(await c('a').late(), null);
   t.deepEqual(made, ['a', 'b', 'a']);
+});
+
+test('a response body read anywhere else lets its object go once it has ended', async (t) => {
+  const { c } = await open(t, { evictAfterMs: 50 });
+  await c('f').incr();
+  const res = await c('f').fetch('http://x/');
+  await sleep(120);
+  await c('other').incr(); // the check runs as events start
+  t.is((await c('f').incr()).calls, 2, 'kept while its body is unread');
+  t.is(await res.text(), 'body of f');
+  await sleep(120);
+  await c('other').incr();
+  t.is((await c('f').incr()).calls, 1, 'a new instance once the body was read');
 });
 
 test('an object whose response body is still streaming through the HTTP front stays in memory; once the body ends it may leave', async (t) => {

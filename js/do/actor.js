@@ -10,7 +10,7 @@ const { OutputGate, Turns } = require('./turns');
 const { DurableObjectStorage, internals } = require('./storage');
 const { actorContext } = require('./websocket');
 const { Hibernation } = require('./hibernation');
-const { holdUntilEnded } = require('./bodies');
+const { holdUntilEnded, endIfDone } = require('./bodies');
 const { DurableError, codes } = require('../api/errors');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
@@ -109,8 +109,9 @@ class Actor {
   #native = null;
   /** Events started and not yet answered. */
   #events = 0;
-  /** Response bodies returned and not yet read to their end (./bodies.js). */
+  /** Response bodies returned and not yet read to their end (./bodies.js), and each one's weak reference. */
   #streams = 0;
+  #bodies = new Set();
   /** Why this instance takes no more events (evicted), or null. */
   #gone = null;
 
@@ -210,6 +211,8 @@ class Actor {
    * open without it).
    */
   evictable() {
+    // A body read to its end by something other than the HTTP front (a Worker's `await res.text()`) lets go here.
+    if (this.#streams > 0) for (const ref of this.#bodies) endIfDone(ref.deref());
     return this.#instance !== null && this.idle() && this.#streams === 0 && this.pending.size === 0 && !this.input.busy && !this.output.busy && !this.hibernation.holdsStandard();
   }
 
@@ -263,8 +266,13 @@ class Actor {
       const response = await instance.fetch(request);
       const body = response instanceof Response ? response.body : null;
       if (body !== null) {
+        const ref = new WeakRef(body);
         this.#streams++;
-        holdUntilEnded(body, () => this.#streams--);
+        this.#bodies.add(ref);
+        holdUntilEnded(body, () => {
+          this.#streams--;
+          this.#bodies.delete(ref);
+        });
       }
       return response;
     });

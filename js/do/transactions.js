@@ -90,7 +90,8 @@ function transaction(storage, closure) {
     } finally {
       if (txn[kState] === 'open') txn[kState] = 'done';
       turns.depth--;
-      if (turns.depth === 0 && native.inTransaction()) turns.commit();
+      // A broken object's connection may be closed already: nothing to commit.
+      if (turns.depth === 0 && turns.gate.broken === null && native.inTransaction()) turns.commit();
     }
   });
 }

@@ -75,17 +75,19 @@ impl Query {
     }
 
     /// A find's documents as the text of one JSON array, in its order, read
-    /// now on this thread into `out`: `Ok(Some(true))`, or `Some(false)`
-    /// when one is not stored as JSON text (the caller reads the rows then),
-    /// `None` when the file is not open and free (as [`Query::run`]).
+    /// now on this thread into `out`: `Ok(Some(Some(n)))` for `n` documents,
+    /// `Some(None)` when one is not stored as JSON text or the text passes
+    /// `cap` bytes (the caller reads the rows then), `None` when the file is
+    /// not open and free (as [`Query::run`]).
     pub(super) fn run_json(
         &self,
         w: &Worker,
         json_tag: u32,
+        cap: usize,
         out: &mut Vec<u8>,
-    ) -> Result<Option<bool>> {
+    ) -> Result<Option<Option<u64>>> {
         let Read::Find(q) = &self.read else {
-            return Ok(Some(false));
+            return Ok(Some(None));
         };
         let c = w
             .schema()
@@ -97,7 +99,7 @@ impl Query {
         let mut n = 0u64;
         let read = w.try_read(|conn, tables| {
             collections::find_each(conn, c, tables, q, |_, tag, doc| {
-                json = tag == json_tag;
+                json = tag == json_tag && out.len() + doc.len() < cap;
                 if json {
                     if n > 0 {
                         out.push(b',');
@@ -112,13 +114,7 @@ impl Query {
             return Ok(None);
         }
         out.push(b']');
-        if json {
-            w.engine()
-                .counters
-                .docs_read
-                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        }
-        Ok(Some(json))
+        Ok(Some(json.then_some(n)))
     }
 
     /// Runs the read on this thread now if the file is open and free

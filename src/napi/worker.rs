@@ -10,6 +10,12 @@ use crate::committer;
 /// js/state/codec.js): `get_now` hands it to JS as a string.
 const JSON_TAG: u32 = 2;
 
+/// The most JSON text a find returns as one string: past it, the rows go
+/// back packed (a string has a length limit, and the buffer is kept).
+const MAX_JSON_BYTES: usize = 64 << 20;
+/// The most the read buffer keeps between reads.
+const KEEP_BYTES: usize = 4 << 20;
+
 thread_local! {
     /// A point read's document, between the file's lock and its JS value.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -237,40 +243,39 @@ impl NativeWorker {
         id: String,
     ) -> napi::Result<Option<Either3<JsString<'env>, BufferSlice<'env>, bool>>> {
         let (_, c) = super::query::declared(env, self.inner.schema(), collection)?;
-        SCRATCH.with_borrow_mut(|doc| {
-            // Copied out under the file's lock, made into JS values after it:
-            // nothing that allocates on V8's heap runs while the lock is held.
+        // Copied out under the file's lock, made a JS value after it: nothing
+        // that allocates on V8's heap runs while the lock is held, and no
+        // error becomes a JS error (which may run JS) while SCRATCH is lent.
+        let read = SCRATCH.with_borrow_mut(|doc| {
             doc.clear();
-            let read = self.inner.try_read(|conn, tables| {
+            self.inner.try_read(|conn, tables| {
                 collections::get_with(conn, c, tables, &id, |tag, bytes| {
                     doc.extend_from_slice(bytes);
                     tag
                 })
-            });
-            let tag = match read {
-                Ok(Some(Some(tag))) => tag,
-                Ok(Some(None)) => return Ok(Some(Either3::C(false))),
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(to_js(env, &e)),
-            };
-            self.inner
-                .engine()
-                .counters
-                .docs_read
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if tag == JSON_TAG {
-                if let Ok(text) = std::str::from_utf8(doc) {
-                    return env.create_string(text).map(|s| Some(Either3::A(s)));
-                }
-            }
-            let row = collections::DocRow {
-                id,
-                tag,
-                doc: std::mem::take(doc),
-            };
-            let packed = pack(vec![row], 0).map_err(|e| to_js(env, &e))?;
-            BufferSlice::copy_from(env, packed).map(|b| Some(Either3::B(b)))
-        })
+            })
+        });
+        let tag = match read.map_err(|e| to_js(env, &e))? {
+            Some(Some(tag)) => tag,
+            Some(None) => return Ok(Some(Either3::C(false))),
+            None => return Ok(None),
+        };
+        self.inner
+            .engine()
+            .counters
+            .docs_read
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let text = SCRATCH.with_borrow(|doc| match std::str::from_utf8(doc) {
+            Ok(text) if tag == JSON_TAG => Some(env.create_string(text)),
+            _ => None,
+        });
+        if let Some(text) = text {
+            return text.map(|s| Some(Either3::A(s)));
+        }
+        let doc = SCRATCH.with_borrow_mut(std::mem::take);
+        let packed =
+            pack(vec![collections::DocRow { id, tag, doc }], 0).map_err(|e| to_js(env, &e))?;
+        BufferSlice::copy_from(env, packed).map(|b| Some(Either3::B(b)))
     }
 
     /// `queryNow` of a `find` with nothing uncommitted to apply, passed by
@@ -292,21 +297,36 @@ impl NativeWorker {
     ) -> napi::Result<Option<Either<JsString<'env>, BufferSlice<'env>>>> {
         let query = Query::find(env, self.inner.schema(), collection, shape, values)?;
         // `None`: the file is not free; `Some(None)`: a document is not JSON
-        // text, and the rows go back packed.
-        let json =
-            SCRATCH.with_borrow_mut(|out| match query.run_json(&self.inner, JSON_TAG, out) {
-                Ok(Some(true)) => match std::str::from_utf8(out) {
-                    Ok(text) => env.create_string(text).map(|s| Some(Some(s))),
-                    Err(_) => Ok(Some(None)),
-                },
-                Ok(Some(false)) => Ok(Some(None)),
-                Ok(None) => Ok(None),
-                Err(e) => Err(to_js(env, &e)),
-            })?;
-        match json {
-            Some(Some(text)) => Ok(Some(Either::A(text))),
-            Some(None) => Ok(self.now(env, &query)?.map(Either::B)),
-            None => Ok(None),
+        // text (or they are too large for one string), and the rows go back
+        // packed. Errors become JS errors once SCRATCH is let go.
+        let read = SCRATCH
+            .with_borrow_mut(|out| query.run_json(&self.inner, JSON_TAG, MAX_JSON_BYTES, out));
+        let text = match read.map_err(|e| to_js(env, &e))? {
+            None => return Ok(None),
+            Some(None) => None,
+            Some(Some(n)) => SCRATCH.with_borrow(|out| {
+                std::str::from_utf8(out)
+                    .ok()
+                    .map(|text| (n, env.create_string(text)))
+            }),
+        };
+        // A large find's buffer is not kept for the thread's life.
+        SCRATCH.with_borrow_mut(|out| {
+            if out.capacity() > KEEP_BYTES {
+                *out = Vec::new();
+            }
+        });
+        match text {
+            Some((n, text)) => {
+                let text = text?;
+                self.inner
+                    .engine()
+                    .counters
+                    .docs_read
+                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                Ok(Some(Either::A(text)))
+            }
+            None => Ok(self.now(env, &query)?.map(Either::B)),
         }
     }
 

@@ -89,9 +89,8 @@ pub struct ObjectFile {
     /// Made by this handle and not yet synced: the next sync covers the file
     /// and its directory too.
     fresh: bool,
-    /// Opened at the size a creation writes, with commits in its log: see
-    /// [`Self::make_durable`].
-    pub(super) replayed: bool,
+    /// Syncs [`make_durable_if_replayed`] made as it was opened.
+    pub(super) synced_at_open: u64,
     pub(super) alarm: std::cell::RefCell<AlarmCache>,
 }
 
@@ -100,6 +99,31 @@ pub struct ObjectFile {
 pub(crate) const CREATION_BYTES: u64 = 4096;
 /// A log's header: a log no longer than this holds no commit.
 const WAL_HEADER_BYTES: u64 = 32;
+
+/// Syncs an object file's log, the file and its directory when the file is
+/// the size a creation writes and its log holds commits; the syncs made (0
+/// when it is not). Its creator may have died after writing its first
+/// commit and before that commit's sync, which covers the file and its
+/// directory: the page cache still holds all three, and SQLite reads the log
+/// as if durable. So whatever opens such a file first (a load, a copy, a
+/// repair) makes it durable before reading or checkpointing it: once
+/// checkpointed, the file no longer looks unsynced.
+pub(crate) fn make_durable_if_replayed(path: &Path) -> Result<u64> {
+    let [wal, ..] = crate::layout::sidecars(path);
+    let creation_sized = std::fs::metadata(path).is_ok_and(|m| m.len() <= CREATION_BYTES);
+    if !creation_sized || !std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_HEADER_BYTES) {
+        return Ok(0);
+    }
+    for file in [&wal, path] {
+        std::fs::File::open(file)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
+    }
+    if let Some(dir) = path.parent() {
+        crate::files::sync_dir(dir)?;
+    }
+    Ok(3)
+}
 
 /// A commit written to the log, for a commit thread to make durable
 /// ([`super::Object::settle`]).
@@ -136,10 +160,10 @@ impl ObjectFile {
             crate::files::remove_files(path)?;
             return Ok(None);
         }
+        let synced = make_durable_if_replayed(path)?;
         let [wal, ..] = crate::layout::sidecars(path);
-        let creation_sized = std::fs::metadata(path).is_ok_and(|m| m.len() <= CREATION_BYTES);
-        let logged = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_HEADER_BYTES);
-        let bare = creation_sized && !logged;
+        let bare = std::fs::metadata(path).is_ok_and(|m| m.len() <= CREATION_BYTES)
+            && !std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_HEADER_BYTES);
         let mut f = Self::connect(path, durability, false)?;
         let (app, check): (i32, i32) = f
             .conn
@@ -166,28 +190,8 @@ impl ObjectFile {
                 })
                 .map_err(|e| Error::sqlite("open", path, e))?
                 == 0;
-        f.replayed = creation_sized && logged;
+        f.synced_at_open = synced;
         Ok(Some(f))
-    }
-
-    /// Syncs the log, the file and its directory: for a file found the size a
-    /// creation writes with commits in its log ([`Self::replayed`]), made
-    /// durable as it is loaded, before anything is built on what it holds.
-    /// Its creator may have died after writing its first commit and before
-    /// that commit's sync, which covers the file and its directory: the page
-    /// cache still holds all three, and the log is read as if durable. The
-    /// syncs made.
-    pub fn make_durable(&self) -> Result<u64> {
-        let [wal, ..] = crate::layout::sidecars(&self.path);
-        for file in [&wal, &self.path] {
-            std::fs::File::open(file)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
-        }
-        if let Some(dir) = self.path.parent() {
-            crate::files::sync_dir(dir)?;
-        }
-        Ok(3)
     }
 
     /// For a catalog rebuilt from the files (`repair.rs`): the id and the
@@ -196,6 +200,7 @@ impl ObjectFile {
     /// to index. An error when the file is not a Durable Object's or its id
     /// does not match its check.
     pub fn indexed_alarm(path: &Path, durability: Durability) -> Result<Option<IdAndAlarm>> {
+        make_durable_if_replayed(path)?;
         let f = Self::connect(path, durability, false)?;
         let read = || -> rusqlite::Result<(i32, i32, Option<IdAndAlarm>)> {
             let (app, check) = f.conn.query_row(
@@ -289,7 +294,7 @@ impl ObjectFile {
             wal,
             guard,
             fresh,
-            replayed: false,
+            synced_at_open: 0,
             alarm: Default::default(),
         })
     }

@@ -120,15 +120,11 @@ impl Object {
         // A copy may have pinned the file before this handle was made.
         self.engine.handles.wait_unpinned(&self.path);
         let (file, exists) = match ObjectFile::open(&self.path, &self.id, self.engine.durability)? {
-            Some(f) if f.replayed => {
-                let syncs = f.make_durable()?;
-                self.engine
-                    .counters
-                    .syncs
-                    .fetch_add(syncs, Ordering::Relaxed);
-                (f, true)
+            Some(f) => {
+                let c = &self.engine.counters;
+                c.syncs.fetch_add(f.synced_at_open, Ordering::Relaxed);
+                (self.opened(f), true)
             }
-            Some(f) => (self.opened(f), true),
             None => (ObjectFile::empty(&self.path)?, false),
         };
         // Read at the start, as workerd reads it to schedule it.

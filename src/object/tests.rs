@@ -303,6 +303,9 @@ fn a_file_whose_first_commit_was_written_and_never_synced_is_made_durable_as_it_
     // file, its directory and the commit.
     assert!(put(&o, "k", b"one")?.fresh);
     copy_dir(&a, &b)?;
+    // What every opener runs first (a load, a copy, a repair).
+    let path = crate::layout::worker_path(&b, "do.Probe", &"ab".repeat(32));
+    assert_eq!(super::file::make_durable_if_replayed(&path)?, 3);
     let engine = Arc::new(Engine::open(&b, Durability::Full)?);
     let again = object(&engine);
     let before = engine
@@ -337,6 +340,7 @@ fn a_file_whose_first_commit_was_written_and_never_synced_is_made_durable_as_it_
             .load(std::sync::atomic::Ordering::Relaxed),
         before
     );
+    assert_eq!(super::file::make_durable_if_replayed(&path)?, 0);
     assert_eq!(get(&third, "k")?, Some(b"one".to_vec()));
     third.close()?;
     Ok(())
