@@ -30,8 +30,9 @@ test.serial('a serial writer’s commits are made on the JS thread, and its resu
   for (let i = 0; i < 300; i++) await box.put('n', i);
   const d = delta(h.stats(), before);
   t.is(d.commits, 300);
-  // A sync slower than a millisecond (a loaded machine) sends a few to the commit threads.
-  t.true(d.inline >= 285, `${d.inline} of 300 made on the JS thread`);
+  // A sync slower than a millisecond (a loaded machine: 277 once in CI) sends some to the
+  // commit threads; without the inline path none is made here.
+  t.true(d.inline >= 200, `${d.inline} of 300 made on the JS thread`);
   t.is(await box.read('n'), 299);
 });
 
