@@ -43,7 +43,9 @@ const ROOMS = 8;
 const PER_ROOM = 8;
 /** Full: about 2 minutes here (3 runs × 2 hosts); quick: a smoke run. */
 const PLANS = {
-  full: { warmSeconds: 2, seconds: 3, rounds: 3, runs: 3, objects: 1000 },
+  // 4,000 objects: the Node host's RSS moves by ±10 MB between two readings
+  // (the heap grows and gives back), ±10 KB an object over 1,000.
+  full: { warmSeconds: 2, seconds: 3, rounds: 3, runs: 3, objects: 4000 },
   quick: { warmSeconds: 0.5, seconds: 0.6, rounds: 3, runs: 2, objects: 1000 },
 };
 /** The whole script stops here, whatever it is waiting for. */
@@ -57,7 +59,8 @@ const TARGETS = {
   serial: { text: '≥ 1.5×', ok: (x) => x >= 1.5 },
   concurrent: { text: '≥ 2×', ok: (x) => x >= 2 },
   read: { text: '≥ 2×', ok: (x) => x >= 2 },
-  memory: { text: '≤ 0.1× (a tenth)', ok: (x) => x <= 0.1 },
+  // A negative figure is the RSS's noise, not a measurement: never called met.
+  memory: { text: '≤ 0.1× (a tenth)', ok: (x) => x >= 0 && x <= 0.1 },
   chat: { text: '≥ 2×', ok: (x) => x >= 2 },
 };
 
