@@ -10,7 +10,7 @@
 // `res.text()`, a test) is found ended when its object is next looked at
 // for eviction (`endIfDone`), or lets the object go once it is garbage
 // collected. Wrapping each body in a stream of our own to see its end cost
-// a response 14 µs.
+// a response 14 µs (docs/internals.md).
 
 /** The release of each held body. */
 const { isReadable } = require('node:stream');

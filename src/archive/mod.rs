@@ -30,6 +30,28 @@ pub mod base;
 pub mod restore;
 pub mod segment;
 
+/// For tests: an engine over `<dir>/d` archiving to `<dir>/archive` (returned),
+/// with its first base taken.
+#[cfg(test)]
+pub(crate) fn test_engine(
+    dir: &std::path::Path,
+) -> crate::error::Result<(std::path::PathBuf, std::sync::Arc<crate::engine::Engine>)> {
+    let to = dir.join("archive");
+    let config = Config {
+        to: to.clone(),
+        retain: std::time::Duration::from_secs(3600),
+        base_every: std::time::Duration::from_secs(3600),
+        first_seq: None,
+    };
+    let engine = std::sync::Arc::new(crate::engine::Engine::open_archived(
+        &dir.join("d"),
+        crate::sqlite::Durability::Full,
+        Some(config),
+    )?);
+    base::take(&engine)?;
+    Ok((to, engine))
+}
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

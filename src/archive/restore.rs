@@ -297,28 +297,13 @@ fn apply(image: &mut Vec<u8>, e: &Entry, payload: &[u8]) -> std::result::Result<
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::archive::{Change, Config, Record};
-    use crate::engine::Engine;
+    use crate::archive::{test_engine, Change, Record};
 
     #[test]
     fn a_record_whose_class_climbs_out_of_the_target_is_refused_not_written() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let to = tmp.path().join("archive");
-        let config = Config {
-            to: to.clone(),
-            retain: std::time::Duration::from_secs(3600),
-            base_every: std::time::Duration::from_secs(3600),
-            first_seq: None,
-        };
-        let engine = Arc::new(Engine::open_archived(
-            &tmp.path().join("d"),
-            Durability::Full,
-            Some(config),
-        )?);
-        super::base::take(&engine)?;
+        let (to, engine) = test_engine(tmp.path())?;
         engine.close();
         let hostile = Record {
             class: "../../escape".into(),

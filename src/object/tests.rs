@@ -232,21 +232,8 @@ fn a_file_whose_first_write_never_committed_is_synced_by_the_next_instance_first
 
 #[test]
 fn commits_synced_out_of_order_reach_the_archive_in_order_after_the_new_file() -> Result<()> {
-    use crate::archive::Config;
     let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-    let to = tmp.path().join("archive");
-    let config = Config {
-        to: to.clone(),
-        retain: std::time::Duration::from_secs(3600),
-        base_every: std::time::Duration::from_secs(3600),
-        first_seq: None,
-    };
-    let engine = Arc::new(Engine::open_archived(
-        &tmp.path().join("d"),
-        Durability::Full,
-        Some(config),
-    )?);
-    crate::archive::base::take(&engine)?;
+    let (to, engine) = crate::archive::test_engine(tmp.path())?;
     let o = object(&engine);
     o.load()?;
     // Three commits of a new file, written before any is synced; their syncs
