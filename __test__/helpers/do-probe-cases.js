@@ -17,6 +17,7 @@
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const wire = require('../../js/cloudflare/wire');
 
 /**
  * Defines every case on `test`, against the host `start()` gives.
@@ -884,6 +885,50 @@ function probeCases(test, start, { known = {} } = {}) {
         ['sql', 'rowsWritten', 'SELECT 1'],
       ]),
       [ok(3), ok(6), ok(1), ok(4), ok(1), ok(1), ok(4), ok(2), ok(1), ok(1), ok(3), ok(0), ok(0)],
+    );
+  });
+
+  define('RPC: functions and RpcTargets by reference, pipelining, members, disposal, what does not serialize', async (t) => {
+    // Run by the Worker against the probe object (../fixtures/do-probe-rpc.mjs); each step's title says what it checks.
+    const res = await fetch(`${probe.url}/rpc`);
+    t.is(res.status, 200);
+    const threw = (name, message) => ({ throws: { name, message } });
+    const steps = wire.decode(await res.text());
+    t.deepEqual(
+      steps.map((s) => [s.step, 'ok' in s ? ok(s.ok) : { throws: s.throws }]),
+      [
+        ['a function argument is called back; its call answers a thenable, not a Promise', ok({ typeofFn: 'function', isPromise: false, result: 21 })],
+        ['an async function argument', ok({ typeofFn: 'function', isPromise: false, result: 2 })],
+        ['a callback that throws rejects inside the callee with the same name and message', ok({ name: 'TypeError', message: 'boom', isError: true })],
+        ['a returned function', ok(['function', false, 15])],
+        ['what a call returns before it is awaited', ok(['function', false, 'function'])],
+        ['a returned RpcTarget: methods and a getter', ok(['function', false, false, 7, 7])],
+        ['a returned RpcTarget: an instance field', threw('TypeError', 'The RPC receiver does not implement the method "own".')],
+        ['a returned RpcTarget: a method it lacks', threw('TypeError', 'The RPC receiver does not implement the method "nope".')],
+        ['a returned RpcTarget: a method that throws', threw('RangeError', 'counter at 5 failed')],
+        ['a returned RpcTarget: a method returning another RpcTarget', ok([11, 5])],
+        ['pipelining: a method of a result not yet awaited', ok(5)],
+        ['pipelining: a getter of a result not yet awaited', ok(8)],
+        ['pipelining: two levels', ok(5)],
+        ["the object's getter read through the stub", ok(42)],
+        ["the object's getter called as a method", threw('TypeError', '"answer" is not a function.')],
+        ['a call of a result not yet awaited', ok(15)],
+        ['a function returned by the object runs inside it: its storage', ok(['rpc', 'w1'])],
+        ["the object's instance field read through the stub", threw('TypeError', 'The RPC receiver does not implement the method "fired".')],
+        ['a local RpcTarget passed to the object is called by reference', ok([['function', 7, 7], 7])],
+        ['functions and targets nested in a result', ok([1, 'function', 8, 'a', 4])],
+        ['an object result has a disposer, with stubs inside or not', ok(['function', 'function'])],
+        ['a function nested in an argument', ok(['function', 9])],
+        ['a function inside a Map', ok([true, 'function'])],
+        ['dup() outlives the disposed original', ok(2)],
+        ['an instance of a class that is not an RpcTarget, as an argument', threw('DataCloneError', 'Could not serialize object of type "Plain". This type does not support serialization.')],
+        ['an instance of a class that is not an RpcTarget, as a result', threw('DataCloneError', 'Could not serialize object of type "Plain". This type does not support serialization.')],
+        ["a Durable Object's stub as an argument", ok(['via', 5])],
+        ['a disposed stub refuses calls', threw('Error', 'RPC stub used after being disposed.')],
+        ["disposing a target's last stub calls its Symbol.dispose, on its side", ok([false, true])],
+        ['a function argument kept by the callee and called after the call returned', threw('Error', 'RPC stub used after being disposed.')],
+        ['a function argument kept with dup() and called after the call returned', ok(101)],
+      ],
     );
   });
 

@@ -26,14 +26,20 @@ test.serial('a serial writer’s commits are made on the JS thread, and its resu
   const h = await host(t);
   const box = h.get(Box, 'serial');
   await box.put('n', -1);
-  const before = h.stats();
-  for (let i = 0; i < 300; i++) await box.put('n', i);
-  const d = delta(h.stats(), before);
-  t.is(d.commits, 300);
-  // A sync slower than a millisecond (a loaded machine: 277 once in CI) sends some to the
-  // commit threads; without the inline path none is made here.
-  t.true(d.inline >= 200, `${d.inline} of 300 made on the JS thread`);
-  t.is(await box.read('n'), 299);
+  // A sync slower than a millisecond sends commits to the commit threads
+  // (a loaded CI machine made 164 of 300 inline once), so the best of up to
+  // three rounds counts; without the inline path every round makes none.
+  const rounds = [];
+  for (let round = 0; round < 3 && !(rounds.at(-1) >= 200); round++) {
+    const before = h.stats();
+    for (let i = 0; i < 300; i++) await box.put('n', round * 300 + i);
+    const d = delta(h.stats(), before);
+    t.is(d.commits, 300);
+    rounds.push(d.inline);
+    t.is(await box.read('n'), round * 300 + 299);
+  }
+  t.log(`made on the JS thread, of 300 a round: ${rounds.join(', ')}`);
+  t.true(Math.max(...rounds) >= 200, `${rounds.join(', ')} of 300 made on the JS thread`);
 });
 
 test.serial('a bulk write, alone, still goes to a commit thread', async (t) => {

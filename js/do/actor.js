@@ -12,6 +12,7 @@ const { actorContext } = require('./websocket');
 const { Hibernation } = require('./hibernation');
 const { holdUntilEnded, endIfDone } = require('./bodies');
 const { DurableError, codes } = require('../api/errors');
+const { invoke, read, method, here } = require('./rpc');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
@@ -243,20 +244,23 @@ class Actor {
   }
 
   /**
-   * An RPC call: `method` with structured clones of `args`; a structured clone of its result.
-   * @param {string} method
+   * An RPC call of the method `name` (./rpc.js: structured clones, functions and
+   * RpcTargets as stubs); answers its result once its writes are durable.
+   * @param {string} name
    * @param {unknown[]} args
    */
-  call(method, args) {
-    if (RESERVED.has(method)) return Promise.reject(new TypeError(`'${method}' is a reserved method and cannot be called over RPC.`));
-    const copies = structuredClone(args);
-    return this.event(async (instance) => {
-      const fn = instance[method];
-      if (typeof fn !== 'function' || Object.hasOwn(Object.prototype, method)) {
-        throw new TypeError(`The RPC receiver does not implement the method "${method}".`);
-      }
-      return structuredClone(await fn.apply(instance, copies));
-    });
+  call(name, args) {
+    if (RESERVED.has(name)) return Promise.reject(new TypeError(`'${name}' is a reserved method and cannot be called over RPC.`));
+    return invoke(this, (instance) => [instance, method(instance, name)], args, here());
+  }
+
+  /**
+   * `await stub.name`: the value of a member of the class (a getter), not of an instance field.
+   * @param {string} name
+   */
+  read(name) {
+    if (RESERVED.has(name)) return Promise.reject(new TypeError(`'${name}' is a reserved method and cannot be called over RPC.`));
+    return read(this, (instance) => instance, name);
   }
 
   /** @param {Request} request */

@@ -4,6 +4,7 @@
 
 const { namespaceIds } = require('./ids');
 const { Actor } = require('./actor');
+const { markObjectStub, property } = require('./rpc');
 
 // The host's own ways in: keys, not names, so that `env.ROOMS` shows an app
 // Cloudflare's members only.
@@ -117,7 +118,8 @@ class DurableObjectNamespace {
 }
 
 /**
- * A stub: `fetch(request)`, and every other property an RPC method.
+ * A stub: `fetch(request)`, and every other property an RPC method (called)
+ * or a getter of the class (awaited).
  * @param {(/* no args *\/) => Actor} actorOf
  * @param {import('./ids').DurableObjectId} id
  */
@@ -127,14 +129,19 @@ function stub(actorOf, id) {
     name: id.name,
     fetch: (input, init) => actorOf().fetch(input instanceof Request && init === undefined ? input : new Request(input, init)),
   };
-  return new Proxy(target, {
-    get(t, prop) {
-      if (typeof prop === 'symbol' || prop in t) return t[prop];
-      // Not thenable: `await stub` gives the stub.
-      if (prop === 'then') return undefined;
-      return (...args) => actorOf().call(prop, args);
-    },
-  });
+  return markObjectStub(
+    new Proxy(target, {
+      get(t, prop) {
+        if (typeof prop === 'symbol' || prop in t) return t[prop];
+        // Not thenable: `await stub` gives the stub.
+        if (prop === 'then') return undefined;
+        return property(
+          (args) => actorOf().call(prop, args),
+          () => actorOf().read(prop),
+        );
+      },
+    }),
+  );
 }
 
 module.exports = { DurableObjectNamespace, kAlarmActor, kClose };

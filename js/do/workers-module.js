@@ -21,8 +21,7 @@ class WorkerEntrypoint {
   }
 }
 
-/** Marks a class whose instances cross RPC as stubs (refused for now: see docs). */
-class RpcTarget {}
+const { RpcTarget } = require('./rpc');
 
 /** The bindings of the app being served (filled in by the host). */
 const env = {};
