@@ -21,7 +21,11 @@ export interface ObjectHostOptions {
    * new instance from their file).
    */
   maxLive?: number;
-  /** An idle object leaves memory after this long, in ms; default 70,000 (workerd evicts after 70–140 s). */
+  /**
+   * An idle object leaves memory after this long, in ms; default 70,000
+   * (workerd evicts after 70–140 s). Never while a timer it set with the
+   * global `setTimeout`/`setInterval` is pending.
+   */
   evictAfterMs?: number;
   /** The same for an object whose only connections are hibernatable WebSockets; default 10,000, as workerd hibernates them. */
   hibernateAfterMs?: number;
@@ -121,7 +125,12 @@ export interface Objects {
   close(): Promise<void>;
 }
 
-/** Opens `dir` and binds Durable Object classes in this process: for tests and embedding. */
+/**
+ * Opens `dir` and binds Durable Object classes in this process: for tests
+ * and embedding. Wraps the global `setTimeout` and `setInterval` once, to
+ * see the timers each object sets (the wrapper is the original outside
+ * objects' events).
+ */
 export function openObjects(options: OpenObjectsOptions): Promise<Objects>;
 
 /** Makes `import … from 'cloudflare:workers'` load in this process (`serve` does it itself). */

@@ -39,16 +39,30 @@ class Counter extends DurableObject {
     return this.incr();
   }
 
-  /** A timer left running: it writes after `ms`, and records what happened. */
-  later(ms) {
-    setTimeout(() => {
+  /**
+   * A timer left running: it writes after `ms`, and records what happened.
+   * how: 'global' (setTimeout, counted as the object's), 'cleared' (set and
+   * cleared at once, by its numeric id), 'interval' (setInterval, cleared
+   * by its first tick), 'uncounted' (node:timers', which this host does not
+   * count: a timer it cannot see).
+   */
+  later(ms, how = 'global') {
+    const write = () => {
       try {
         this.ctx.storage.kv.put('late', 1);
         this.env.LOG.push('wrote');
       } catch (err) {
         this.env.LOG.push(err.code);
       }
-    }, ms);
+    };
+    if (how === 'uncounted') require('node:timers').setTimeout(write, ms);
+    else if (how === 'cleared') clearTimeout(+setTimeout(write, ms));
+    else if (how === 'interval') {
+      const iv = setInterval(() => {
+        clearInterval(iv);
+        write();
+      }, ms);
+    } else setTimeout(write, ms);
     return this.incr();
   }
 
@@ -131,14 +145,39 @@ test('an object with a socket of the standard API open is not evicted, and is on
   );
 });
 
-test('an evicted instance may no longer use its storage: a timer it left running is refused, and writes nothing', async (t) => {
+test('an evicted instance may no longer use its storage: a timer it left running that this host cannot see is refused, and writes nothing', async (t) => {
   const { made, log, c } = await open(t, { evictAfterMs: 50 });
-  await c('a').later(600);
+  await c('a').later(600, 'uncounted');
   await sleep(80);
   await c('b').incr(); // evicts a, well before its timer fires
   for (let i = 0; i < 100 && log.length === 0; i++) await sleep(20);
   t.deepEqual(log, ['ERR_DURABLE_CLOSED']);
   t.is(await c('a').late(), null);
+  t.deepEqual(made, ['a', 'b', 'a']);
+});
+
+for (const how of ['global', 'interval']) {
+  test(`a pending timer (${how === 'global' ? 'setTimeout' : 'setInterval'}) keeps its object in memory until it fires; then the object may leave`, async (t) => {
+    const { made, log, c } = await open(t, { evictAfterMs: 50 });
+    await c('a').later(400, how);
+    await sleep(80);
+    await c('b').incr(); // a is idle past evictAfterMs, but its timer is pending
+    t.deepEqual(made, ['a', 'b']);
+    for (let i = 0; i < 100 && log.length === 0; i++) await sleep(20);
+    t.deepEqual(log, ['wrote']);
+    await sleep(80);
+    await c('b').incr(); // now it may leave
+    t.is(await c('a').late(), 1, 'what the timer wrote is in its file');
+    t.deepEqual(made, ['a', 'b', 'a']);
+  });
+}
+
+test('a timer cleared (by its numeric id) does not hold its object', async (t) => {
+  const { made, c } = await open(t, { evictAfterMs: 50 });
+  await c('a').later(400, 'cleared');
+  await sleep(80);
+  await c('b').incr();
+  t.is((await c('a').incr()).calls, 1, 'a new instance');
   t.deepEqual(made, ['a', 'b', 'a']);
 });
 

@@ -13,9 +13,11 @@ const { Hibernation } = require('./hibernation');
 const { holdUntilEnded, endIfDone } = require('./bodies');
 const { DurableError, codes } = require('../api/errors');
 const { invoke, read, method, here } = require('./rpc');
+const { pendingTimers } = require('./timers');
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
+const reserved = (name) => (RESERVED.has(name) ? Promise.reject(new TypeError(`'${name}' is a reserved method and cannot be called over RPC.`)) : null);
 
 /** What an instance sees as `this.ctx`. */
 class DurableObjectState {
@@ -130,6 +132,7 @@ class Actor {
     this.input = new InputGate();
     this.output = new OutputGate(() => this.#broken());
     this.pending = new Set();
+    this.timers = new Set(); // set by its events (./timers.js): pending ones keep it in memory
     this.hibernation = o.hibernation?.adopt(this) ?? new Hibernation(this, o.log);
     this.#ready = this.#start();
     // Reported to the first event, not here.
@@ -207,14 +210,18 @@ class Actor {
 
   /**
    * Whether the object may leave memory now (./residents.js): constructed,
-   * idle, no response body of its still streaming, no output or `waitUntil`
-   * work waiting, no socket of the standard API open (hibernatable ones stay
-   * open without it).
+   * idle, and none of a response body still streaming, output or `waitUntil`
+   * work, a pending timer, a standard-API socket open (hibernatable ones stay).
    */
   evictable() {
     // A body read to its end by something other than the HTTP front (a Worker's `await res.text()`) lets go here.
     if (this.#streams > 0) for (const ref of this.#bodies) endIfDone(ref.deref());
-    return this.#instance !== null && this.idle() && this.#streams === 0 && this.pending.size === 0 && !this.input.busy && !this.output.busy && !this.hibernation.holdsStandard();
+    return this.#instance !== null && this.idle() && !this.#holding();
+  }
+
+  /** Work that keeps it in memory. */
+  #holding() {
+    return this.#streams > 0 || this.pending.size > 0 || pendingTimers(this.timers) || this.input.busy || this.output.busy || this.hibernation.holdsStandard();
   }
 
   /** Whether it holds hibernatable sockets: it is evicted sooner, as workerd hibernates it. */
@@ -250,17 +257,12 @@ class Actor {
    * @param {unknown[]} args
    */
   call(name, args) {
-    if (RESERVED.has(name)) return Promise.reject(new TypeError(`'${name}' is a reserved method and cannot be called over RPC.`));
-    return invoke(this, (instance) => [instance, method(instance, name)], args, here());
+    return reserved(name) ?? invoke(this, (instance) => [instance, method(instance, name)], args, here());
   }
 
-  /**
-   * `await stub.name`: the value of a member of the class (a getter), not of an instance field.
-   * @param {string} name
-   */
+  /** `await stub.name`: a member of the class (a getter), not an instance field. @param {string} name */
   read(name) {
-    if (RESERVED.has(name)) return Promise.reject(new TypeError(`'${name}' is a reserved method and cannot be called over RPC.`));
-    return read(this, (instance) => instance, name);
+    return reserved(name) ?? read(this, (instance) => instance, name);
   }
 
   /** @param {Request} request */

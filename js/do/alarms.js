@@ -22,6 +22,8 @@
 // This is a server's timer: it is unref'd, so a host nobody closed does not
 // keep the process alive, and `stop()` clears it.
 
+// The host's own timers: never counted as an object's (./timers.js).
+const { setTimeout, clearTimeout } = require('node:timers');
 const { kAlarmActor } = require('./namespace');
 
 const PAGE = 256;

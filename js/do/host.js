@@ -12,6 +12,7 @@ const { DurableObjectNamespace, kClose } = require('./namespace');
 const { wranglerUniqueKey } = require('./ids');
 const { ObjectAlarms } = require('./alarms');
 const { OpenFiles } = require('./open-files');
+const { installTimerAccounting } = require('./timers');
 const { Residents } = require('./residents');
 const { DurableError, codes } = require('../api/errors');
 const { CONTROL_VIEW } = require('../api/host');
@@ -43,6 +44,7 @@ const DEFAULT_MAX_OPEN_FILES = 128;
  * @returns {Promise<ObjectsHost>}
  */
 async function openObjects(o) {
+  installTimerAccounting();
   const dir = path.resolve(o.dir);
   const durability = o.durability ?? 'full';
   const archive = o.archive === undefined ? undefined : archiveOption(o.archive, dir, durability, 'openObjects()');

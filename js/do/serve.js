@@ -27,6 +27,8 @@
 // closes open WebSockets with 1001 (going away). Not gated: the Worker itself
 // (as on workerd, only objects are).
 
+// The host's own timers: never counted as an object's (./timers.js).
+const { setTimeout, clearTimeout } = require('node:timers');
 const http = require('node:http');
 const fs = require('node:fs');
 const path = require('node:path');
