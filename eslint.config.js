@@ -5,7 +5,7 @@ const js = require('@eslint/js');
 const globals = require('globals');
 
 module.exports = [
-  { ignores: ['node_modules/', 'target/', '.nodes/', '.cross/', 'native/', 'dist/', 'bench/.build/', 'npm/', '**/*.d.ts'] },
+  { ignores: ['node_modules/', 'target/', '.nodes/', '.cross/', 'native/', 'dist/', 'bench/.build/', 'npm/', 'vendor/', '**/*.d.ts'] },
   js.configs.recommended,
   {
     languageOptions: { ecmaVersion: 2024, sourceType: 'commonjs', globals: { ...globals.node } },

@@ -6,7 +6,7 @@
 // by fast-check to a short op list and printed.
 //
 // The known differences (../do/node-probe.test.js) are left out of the
-// generators: rowsRead/rowsWritten, UPDATE/DELETE … LIMIT, alarms firing,
+// generators: UPDATE/DELETE … LIMIT, alarms firing,
 // deleteAll inside transactionSync, partly read RETURNING cursors; and
 // databaseSize, which can differ by a page once a write that made one of the
 // engine's tables (_cf_KV, _cf_METADATA) was rolled back: workerd remembers
@@ -60,6 +60,21 @@ const sqlOp = fc.oneof(
   fc.constant(['sql', 'one', 'SELECT count(*) AS n, total(v) AS s FROM t']),
   fc.constant(['sql', 'toArray', 'SELECT * FROM missing']),
   fc.constant(['sql', 'toArray', 'SELECT ?; SELECT 1', 1]),
+  // What the statement read and wrote, counted by both hosts' SQLite (vendor/libsqlite3-sys/row_counts.rs here).
+  fc
+    .tuple(
+      fc.constantFrom('rowsRead', 'rowsWritten'),
+      fc.constantFrom(
+        SELECT,
+        'SELECT count(*) FROM t',
+        'SELECT v FROM t WHERE u > ?',
+        'UPDATE t SET u = u || ? WHERE id < 3',
+        'DELETE FROM t WHERE v IS ?',
+        'INSERT OR REPLACE INTO t (id, v, u) VALUES (2, 0, ?)',
+      ),
+      key,
+    )
+    .map(([mode, query, k]) => ['sql', mode, query, ...(query.includes('?') ? [k] : [])]),
 );
 const kvOp = fc.oneof(
   key.map((k) => ['get', k]),

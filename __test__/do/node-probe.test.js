@@ -11,8 +11,6 @@ const known = {
     "UPDATE/DELETE … LIMIT: SQLite's parser must be generated with SQLITE_ENABLE_UPDATE_DELETE_LIMIT, which the bundled amalgamation is not",
   'a partly read INSERT … RETURNING cursor left open at the end of the turn breaks the commit: the object resets and the turn is lost':
     'this host reads every row at exec, so the turn commits; workerd loses it (a workerd bug)',
-  "rowsRead and rowsWritten: the reference values of workerd's patched counters":
-    'workerd counts with a patched SQLite (index entries, every row visited); this host counts rows returned and rows changed',
   'deleteAll inside transactionSync is not refused: it resets the database, then the savepoint release fails with an internal error':
     'this host refuses deleteAll() in transactionSync() as in transaction(); workerd resets, then fails with an internal error (a workerd bug)',
 };

@@ -863,8 +863,8 @@ function probeCases(test, start, { known = {} } = {}) {
   });
 
   define("rowsRead and rowsWritten: the reference values of workerd's patched counters", async (t) => {
-    // Plan §1.6 right that these come from workerd's SQLite patch, so the Node
-    // host cannot match them without porting it. Observed: an INSERT or UPDATE
+    // Plan §1.6 right that these come from workerd's SQLite patch; the Node
+    // host's SQLite counts at the same places (vendor/libsqlite3-sys/row_counts.rs). Observed: an INSERT or UPDATE
     // counts its index entries as writes (3 rows + 3 UNIQUE entries = 6), a
     // DELETE counts rows only; CREATE TABLE with a UNIQUE column writes 3
     // (schema rows); an INSERT reads 1 (the uniqueness probe).
@@ -885,6 +885,63 @@ function probeCases(test, start, { known = {} } = {}) {
         ['sql', 'rowsWritten', 'SELECT 1'],
       ]),
       [ok(3), ok(6), ok(1), ok(4), ok(1), ok(1), ok(4), ok(2), ok(1), ok(1), ok(3), ok(0), ok(0)],
+    );
+  });
+
+  define('rowsRead and rowsWritten: secondary indexes, joins, ORDER BY … LIMIT, upserts, RETURNING, FTS5, several statements (the last one counts)', async (t) => {
+    t.deepEqual(
+      await probe.run('rows-more', [
+        ['sql', 'exec', 'CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT UNIQUE NOT NULL, c INTEGER)'],
+        ['sql', 'exec', 'CREATE INDEX tc ON t(c)'],
+        ['sql', 'rowsWritten', "INSERT INTO t VALUES (1, 'x', 1), (2, 'y', 2), (3, 'z', 3)"],
+        ['sql', 'rowsWritten', "INSERT INTO t VALUES (4, 'w', 4); INSERT INTO t VALUES (5, 'v', 5)"],
+        ['sql', 'rowsRead', 'SELECT * FROM t; SELECT * FROM t WHERE a = 2'],
+        ['sql', 'rowsRead', 'SELECT * FROM t WHERE c > 2'],
+        ['sql', 'rowsRead', 'SELECT * FROM t ORDER BY c DESC LIMIT 2'],
+        ['sql', 'rowsRead', 'SELECT max(a) FROM t'],
+        ['sql', 'rowsRead', 'SELECT x.a, y.a FROM t x JOIN t y ON x.c = y.a'],
+        ['sql', 'rowsWritten', 'UPDATE t SET c = c + 10 WHERE a <= 2'],
+        ['sql', 'rowsWritten', 'UPDATE t SET b = b || ? WHERE a = 3', '!'],
+        ['sql', 'rowsWritten', 'DELETE FROM t WHERE c > 10'],
+        ['sql', 'rowsRead', 'DELETE FROM t WHERE c > 10'],
+        ['sql', 'toArray', 'INSERT INTO t VALUES (9, ?, 9) RETURNING a', 'q'],
+        ['sql', 'rowsWritten', "INSERT OR REPLACE INTO t VALUES (9, 'q2', 9)"],
+        ['sql', 'rowsWritten', "INSERT INTO t VALUES (9, 'q3', 9) ON CONFLICT(a) DO UPDATE SET c = 99"],
+        ['sql', 'exec', 'CREATE VIRTUAL TABLE f USING fts5(body)'],
+        ['sql', 'rowsWritten', "INSERT INTO f VALUES ('hello world'), ('good bye')"],
+        ['sql', 'rowsRead', "SELECT * FROM f WHERE f MATCH 'hello'"],
+        ['sql', 'rowsRead', 'SELECT count(*) FROM t'],
+        ['sql', 'rowsWritten', 'DELETE FROM t'],
+        ['sql', 'rowsWritten', 'CREATE TABLE u (x)'],
+        ['put', 'k', 1],
+        ['sql', 'rowsRead', 'SELECT 1; SELECT 2'],
+      ]),
+      [
+        ok(undefined),
+        ok(undefined),
+        ok(9),
+        ok(3),
+        ok(1),
+        ok(3),
+        ok(2),
+        ok(1),
+        ok(10),
+        ok(4),
+        ok(2),
+        ok(2),
+        ok(1),
+        ok([{ a: 9 }]),
+        ok(3),
+        ok(2),
+        ok(undefined),
+        ok(2),
+        ok(1),
+        ok(4),
+        ok(4),
+        ok(2),
+        ok(undefined),
+        ok(0),
+      ],
     );
   });
 

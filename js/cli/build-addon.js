@@ -1,6 +1,6 @@
 'use strict';
 // `durable-workers build-addon`: builds the storage core from the Rust sources
-// the package ships (src/, Cargo.toml, Cargo.lock, build.rs, .cargo/) into the
+// the package ships (src/, vendor/, Cargo.toml, Cargo.lock, build.rs, .cargo/) into the
 // package's native/, which the loader tries before any platform package. For
 // a platform with no prebuilt package, or a user who wants their own build.
 // No install script does this: it runs only when asked.

@@ -109,8 +109,8 @@ impl ObjectFile {
         }
         let mut out = Exec::default();
         let _armed = self.guard.arm();
-        // SAFETY: db is this connection's handle, used on this thread.
-        let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
+        // A kept statement's counts from a run that failed are not this run's.
+        stmt.take_rows();
         loop {
             match stmt.step() {
                 ffi::SQLITE_ROW => {
@@ -124,10 +124,8 @@ impl ObjectFile {
         // After the first step: a kept statement is prepared again there if
         // the schema changed (`SELECT *` of an altered table).
         out.columns = stmt.columns();
-        // SAFETY: as above.
-        let changes = unsafe { ffi::sqlite3_total_changes64(db) } - changes_before;
-        out.rows_read = u64::from(out.rows);
-        out.rows_written = changes.max(0) as u64;
+        // The last statement's alone, as workerd reports them.
+        (out.rows_read, out.rows_written) = stmt.take_rows();
         Ok(out)
     }
 

@@ -7,6 +7,17 @@ use rusqlite::ffi;
 
 use super::file::Bind;
 
+extern "C" {
+    // Added to this build's SQLite (vendor/libsqlite3-sys/row_counts.rs):
+    // the rows a statement read and wrote, counted where workerd counts them.
+    fn sqlite3_dw_stmt_rows(
+        stmt: *mut ffi::sqlite3_stmt,
+        read: *mut u64,
+        written: *mut u64,
+        reset: c_int,
+    );
+}
+
 /// A statement prepared by hand: rusqlite's `prepare` refuses SQL with more
 /// than one statement, and prepares the rest before the first has run.
 pub(super) struct Stmt(*mut ffi::sqlite3_stmt);
@@ -19,6 +30,15 @@ impl Drop for Stmt {
 }
 
 impl Stmt {
+    /// The rows read and written since the last call (workerd's
+    /// `rowsRead`, `rowsWritten`); the counts start again from zero.
+    pub(super) fn take_rows(&self) -> (u64, u64) {
+        let (mut read, mut written) = (0u64, 0u64);
+        // SAFETY: a live statement this struct owns; the two outputs are locals.
+        unsafe { sqlite3_dw_stmt_rows(self.0, &mut read, &mut written, 1) };
+        (read, written)
+    }
+
     /// The first statement of `sql` and the bytes it used; `None` for only
     /// whitespace and comments.
     pub(super) fn prepare(
