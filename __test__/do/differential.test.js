@@ -6,7 +6,7 @@
 // by fast-check to a short op list and printed.
 //
 // The known differences (../do/node-probe.test.js) are left out of the
-// generators: UPDATE/DELETE … LIMIT, alarms firing,
+// generators: alarms firing,
 // deleteAll inside transactionSync, partly read RETURNING cursors; and
 // databaseSize, which can differ by a page once a write that made one of the
 // engine's tables (_cf_KV, _cf_METADATA) was rolled back: workerd remembers
@@ -71,6 +71,8 @@ const sqlOp = fc.oneof(
         'UPDATE t SET u = u || ? WHERE id < 3',
         'DELETE FROM t WHERE v IS ?',
         'INSERT OR REPLACE INTO t (id, v, u) VALUES (2, 0, ?)',
+        'UPDATE t SET u = ? ORDER BY id DESC LIMIT 1',
+        'DELETE FROM t WHERE id > 0 ORDER BY v LIMIT 2',
       ),
       key,
     )

@@ -7,8 +7,6 @@ const { startProbeOnNode } = require('../helpers/do-probe');
 const { probeCases } = require('../helpers/do-probe-cases');
 
 const known = {
-  'SQLite build: double-quoted strings allowed (DQS), DELETE/UPDATE … LIMIT parse, math functions exist':
-    "UPDATE/DELETE … LIMIT: SQLite's parser must be generated with SQLITE_ENABLE_UPDATE_DELETE_LIMIT, which the bundled amalgamation is not",
   'a partly read INSERT … RETURNING cursor left open at the end of the turn breaks the commit: the object resets and the turn is lost':
     'this host reads every row at exec, so the turn commits; workerd loses it (a workerd bug)',
   'deleteAll inside transactionSync is not refused: it resets the database, then the savepoint release fails with an internal error':

@@ -1,4 +1,6 @@
 use std::env;
+#[path = "parser.rs"]
+mod parser;
 #[path = "row_counts.rs"]
 mod row_counts;
 use std::path::Path;
@@ -167,15 +169,20 @@ mod build_bundled {
         println!("cargo:include={}", include_dir.display());
         println!("cargo:rerun-if-changed={}", source.display());
         // durable-workers: what is compiled is a copy of the amalgamation
-        // with counters of rows read and written (row_counts.rs).
-        println!("cargo:rerun-if-changed=row_counts.rs");
+        // with a parser that can take UPDATE/DELETE … LIMIT (parser.rs) and
+        // counters of rows read and written (row_counts.rs).
+        for f in ["parser.rs", "parse-udl.c", "row_counts.rs"] {
+            println!("cargo:rerun-if-changed={f}");
+        }
         let source = if cfg!(feature = "bundled-sqlcipher") {
             source
         } else {
             let text = std::fs::read_to_string(&source).expect("reading the bundled sqlite3.c");
-            let counted = Path::new(out_dir).join("sqlite3.c");
-            std::fs::write(&counted, super::row_counts::apply(&text)).expect("writing the counted sqlite3.c");
-            counted
+            let udl = std::fs::read_to_string("parse-udl.c").expect("reading parse-udl.c");
+            let text = super::row_counts::apply(&super::parser::apply(&text, &udl));
+            let copy = Path::new(out_dir).join("sqlite3.c");
+            std::fs::write(&copy, text).expect("writing the amalgamation's copy");
+            copy
         };
         println!("cargo:rerun-if-changed=sqlite3/wasm32-wasi-vfs.c");
         let mut cfg = cc::Build::new();
