@@ -44,7 +44,8 @@ class Counter extends DurableObject {
    * how: 'global' (setTimeout, counted as the object's), 'cleared' (set and
    * cleared at once, by its numeric id), 'interval' (setInterval, cleared
    * by its first tick), 'uncounted' (node:timers', which this host does not
-   * count: a timer it cannot see).
+   * count: a timer it cannot see), 'unref' (an unref'd one, which does not
+   * hold its object).
    */
   later(ms, how = 'global') {
     const write = () => {
@@ -56,6 +57,7 @@ class Counter extends DurableObject {
       }
     };
     if (how === 'uncounted') require('node:timers').setTimeout(write, ms);
+    else if (how === 'unref') setTimeout(write, ms).unref();
     else if (how === 'cleared') clearTimeout(+setTimeout(write, ms));
     else if (how === 'interval') {
       const iv = setInterval(() => {
@@ -145,16 +147,18 @@ test('an object with a socket of the standard API open is not evicted, and is on
   );
 });
 
-test('an evicted instance may no longer use its storage: a timer it left running that this host cannot see is refused, and writes nothing', async (t) => {
-  const { made, log, c } = await open(t, { evictAfterMs: 50 });
-  await c('a').later(600, 'uncounted');
-  await sleep(80);
-  await c('b').incr(); // evicts a, well before its timer fires
-  for (let i = 0; i < 100 && log.length === 0; i++) await sleep(20);
-  t.deepEqual(log, ['ERR_DURABLE_CLOSED']);
-  t.is(await c('a').late(), null);
-  t.deepEqual(made, ['a', 'b', 'a']);
-});
+for (const how of ['uncounted', 'unref']) {
+  test(`an evicted instance may no longer use its storage: a timer it left running that does not hold it (${how === 'unref' ? "unref'd" : 'from node:timers'}) is refused, and writes nothing`, async (t) => {
+    const { made, log, c } = await open(t, { evictAfterMs: 50 });
+    await c('a').later(600, how);
+    await sleep(80);
+    await c('b').incr(); // evicts a, well before its timer fires
+    for (let i = 0; i < 100 && log.length === 0; i++) await sleep(20);
+    t.deepEqual(log, ['ERR_DURABLE_CLOSED']);
+    t.is(await c('a').late(), null);
+    t.deepEqual(made, ['a', 'b', 'a']);
+  });
+}
 
 for (const how of ['global', 'interval']) {
   test(`a pending timer (${how === 'global' ? 'setTimeout' : 'setInterval'}) keeps its object in memory until it fires; then the object may leave`, async (t) => {

@@ -8,11 +8,15 @@
 // a result not yet awaited); a member of a stub is callable and awaitable (a
 // prototype getter); instance fields are not exposed; stubs are disposable,
 // and a stub received as an argument is disposed when its call ends unless
-// the receiver keeps a `dup()`. Checked against workerd by the probe's RPC
-// scenarios (__test__/fixtures/do-probe-rpc.mjs).
+// the receiver keeps a `dup()`. A stub not yet disposed (or collected) keeps
+// the object its value lives in from leaving memory, as workerd keeps the
+// session open; a call out of an object waits, as workerd's does, until the
+// object's writes made before it are durable. Checked against workerd by the
+// probe's RPC scenarios (__test__/fixtures/do-probe-rpc.mjs).
 
 const { types } = require('node:util');
 const { actorContext } = require('./websocket');
+const { holdUntilEnded } = require('./bodies');
 
 /** Marks a class whose instances cross RPC by reference. */
 class RpcTarget {}
@@ -53,14 +57,16 @@ function runIn(owner, body) {
 }
 
 /**
- * The member `name` of `target` as RPC exposes it: found on its prototype
- * chain, not an own (instance) property, not Object's.
+ * The member `name` of `target` as RPC exposes it: of a function, its own
+ * properties; of anything else, what its prototype chain has, not an own
+ * (instance) property and not Object's.
  */
 function exposed(target, name) {
-  if (typeof name !== 'string' || Object.hasOwn(target, name) || Object.hasOwn(Object.prototype, name) || name === 'constructor') {
-    throw new TypeError(`The RPC receiver does not implement the method "${String(name)}".`);
-  }
-  if (!(name in target)) throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
+  const refused =
+    typeof name !== 'string' ||
+    name === 'constructor' ||
+    (typeof target === 'function' ? !Object.hasOwn(target, name) : Object.hasOwn(target, name) || !(name in target) || Object.prototype[name] === target[name]);
+  if (refused) throw new TypeError(`The RPC receiver does not implement the method "${String(name)}".`);
   return target[name];
 }
 
@@ -88,15 +94,15 @@ function invoke(owner, resolve, args, from) {
   } catch (err) {
     return Promise.reject(err);
   }
-  return runIn(owner, async (instance) => {
-    try {
+  const run = () =>
+    runIn(owner, async (instance) => {
       const [self, fn] = resolve(instance);
-      if (typeof fn !== 'function') throw new TypeError('The RPC receiver is not a function.');
+      if (typeof fn !== 'function') throw new TypeError('"(this)" is not a function.');
       return reply(await fn.apply(self, sent.value), owner);
-    } finally {
-      sent.dispose();
-    }
-  });
+    });
+  // A call out of an object leaves once the writes it made before are durable (workerd's output gate).
+  const out = from !== null && from.output.busy ? from.output.wait().then(run) : run();
+  return out.finally(sent.dispose);
 }
 
 /**
@@ -109,10 +115,20 @@ function read(owner, target, name) {
   return runIn(owner, async (instance) => reply(await exposed(target(instance), name), owner));
 }
 
-/** A call's or a read's result, as the caller receives it: object results get a disposer for the stubs inside. */
+/**
+ * A call's or a read's result, as the caller receives it: object results
+ * get a disposer for the stubs inside; a body or stream returned keeps its
+ * object in memory until it has been read.
+ */
 function reply(value, owner) {
   const sent = send(value, owner);
   const out = sent.value;
+  const body = out instanceof Response ? out.body : out instanceof ReadableStream ? out : null;
+  if (owner !== null && body !== null) {
+    const token = {};
+    owner.pending.add(token);
+    holdUntilEnded(body, () => owner.pending.delete(token));
+  }
   if (out !== null && typeof out === 'object' && !byReference(out)) {
     Object.defineProperty(out, Symbol.dispose, { value: sent.dispose, configurable: true, writable: true });
   }
@@ -121,16 +137,26 @@ function reply(value, owner) {
 
 // -- stubs --------------------------------------------------------------------
 
-/** @param {Hook} hook */
-function makeStub(hook) {
+/** Stubs collected without being disposed let their object go. */
+const collected = new FinalizationRegistry(({ state, token }) => {
+  if (!state.disposed) release(state, token);
+});
+
+/**
+ * A stub of `hook`'s value. Until it is disposed or collected it keeps the
+ * object the value lives in from leaving memory.
+ * @param {Hook} hook
+ * @param {boolean} [broken] a stub made disposed (a `dup()` of a disposed one)
+ */
+function makeStub(hook, broken = false) {
   /** @type {StubState} */
-  const state = { hook, disposed: false };
-  hook.refs++;
+  const state = { hook, disposed: broken };
+  const token = {};
   const stub = new Proxy(function RpcStub() {}, {
     get(_, prop) {
-      if (prop === Symbol.dispose) return () => dispose(state);
+      if (prop === Symbol.dispose) return () => dispose(state, token, stub);
       if (typeof prop === 'symbol' || prop === 'then') return undefined; // `await stub` is the stub
-      if (prop === 'dup') return () => (state.disposed ? refuse() : makeStub(hook));
+      if (prop === 'dup') return () => makeStub(hook, state.disposed);
       return member(state, prop);
     },
     apply(_, __, args) {
@@ -139,23 +165,36 @@ function makeStub(hook) {
     },
   });
   stubs.set(stub, state);
+  if (!broken) {
+    hook.refs++;
+    hook.owner?.pending.add(token);
+    collected.register(stub, { state, token }, stub);
+  }
   return stub;
 }
 
-function refuse() {
-  throw new Error(DISPOSED);
-}
-
 /** @param {StubState} state */
-function dispose(state) {
+function dispose(state, token, stub) {
   if (state.disposed) return;
   state.disposed = true;
+  collected.unregister(stub);
+  release(state, token);
+}
+
+/** One stub fewer: the last one's going runs the target's own `[Symbol.dispose]`, on its side; nobody waits for it. */
+function release(state, token) {
   const { hook } = state;
+  hook.owner?.pending.delete(token);
   if (--hook.refs > 0) return;
-  const disposer = hook.value[Symbol.dispose];
-  if (typeof disposer !== 'function') return;
-  // The target learns it is no longer referenced, on its side; nobody waits for it.
-  Promise.resolve(runIn(hook.owner, () => disposer.call(hook.value))).catch(() => {});
+  const { value, owner } = hook;
+  Promise.resolve()
+    .then(() =>
+      runIn(owner, () => {
+        const disposer = value[Symbol.dispose];
+        if (typeof disposer === 'function') return disposer.call(value);
+      }),
+    )
+    .catch(() => {});
 }
 
 /**
@@ -179,15 +218,13 @@ function member(state, name) {
  * @param {() => Promise<unknown>} get
  */
 function property(call, get) {
-  let got = null;
-  const value = () => (got ??= get());
   return new Proxy(function RpcProperty() {}, {
     get(_, prop) {
-      if (prop === 'then') return (ok, fail) => value().then(ok, fail);
-      if (prop === 'catch') return (fail) => value().catch(fail);
-      if (prop === 'finally') return (fn) => value().finally(fn);
+      if (prop === 'then') return (ok, fail) => get().then(ok, fail);
+      if (prop === 'catch') return (fail) => get().catch(fail);
+      if (prop === 'finally') return (fn) => get().finally(fn);
       if (typeof prop === 'symbol') return undefined;
-      return pipelined(() => value(), prop);
+      return pipelined(get, prop);
     },
     apply(_, __, args) {
       return rpcPromise(call(args));
@@ -205,22 +242,31 @@ function rpcPromise(promise) {
   return property(
     (args) =>
       promise.then((r) => {
-        if (typeof r !== 'function') throw new TypeError('The RPC result is not a function.');
+        if (typeof r !== 'function') throw new TypeError('"(this)" is not a function.');
         return r(...args);
       }),
     () => promise,
   );
 }
 
-/** The member `name` of what `value()` settles to. */
+/** The member `name` of what `value()` settles to; a call's arguments are sent when it is made. */
 function pipelined(value, name) {
   return property(
-    (args) =>
-      value().then((r) => {
-        const m = r?.[name];
-        if (typeof m !== 'function') throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
-        return m(...args);
-      }),
+    (args) => {
+      let sent;
+      try {
+        sent = send(args, here());
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return value()
+        .then((r) => {
+          const m = r?.[name];
+          if (typeof m !== 'function') throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
+          return m(...sent.value);
+        })
+        .finally(sent.dispose);
+    },
     () => value().then((r) => r?.[name]),
   );
 }
@@ -237,15 +283,23 @@ function pipelined(value, name) {
  * @returns {{ value: unknown, dispose: () => void }}
  */
 function send(value, owner) {
-  if (!hasReferences(value, 0)) return { value: structuredClone(value), dispose: noop };
+  if (!hasReferences(value, { left: SCAN_BUDGET, seen: null })) return { value: structuredClone(value), dispose: noop };
   const made = [];
-  const copy = copyOf(value, owner, made, new Map());
-  return {
-    value: copy,
-    dispose() {
-      for (const stub of made) stub[Symbol.dispose]();
-    },
+  const disposeAll = () => {
+    for (const stub of made) {
+      try {
+        stub[Symbol.dispose]();
+      } catch {
+        // A stub's disposal never stops the others'.
+      }
+    }
   };
+  try {
+    return { value: copyOf(value, owner, made, new Map()), dispose: disposeAll };
+  } catch (err) {
+    disposeAll();
+    throw err;
+  }
 }
 
 function noop() {}
@@ -256,37 +310,42 @@ function byReference(v) {
 }
 
 /**
- * Whether `value` holds anything that crosses by reference (or nests deeper
- * than `DEEP`, where the copy below, which follows cycles, takes over).
- * Throws a DataCloneError for an instance of a class neither cloneable nor
- * an RpcTarget, as workerd's serializer does (structuredClone would copy its
- * fields into a plain object).
+ * Whether `value` holds anything that crosses by reference; true too past
+ * `SCAN_BUDGET` objects, where the copy below (which follows shared and
+ * cyclic references once) takes over. Throws a DataCloneError for an
+ * instance of a class neither cloneable nor an RpcTarget, as workerd's
+ * serializer does (structuredClone would copy its fields into a plain object).
  * @param {unknown} value
- * @param {number} depth
+ * @param {{ left: number, seen: Set<object> | null }} scan
  */
-function hasReferences(value, depth) {
+function hasReferences(value, scan) {
   if (typeof value !== 'object' || value === null) return typeof value === 'function';
-  if (byReference(value) || depth > DEEP) return true;
-  switch (containerKind(value)) {
+  if (byReference(value) || --scan.left < 0) return true;
+  const kind = containerKind(value);
+  if (kind === null) return false;
+  if (scan.seen === null) scan.seen = new Set();
+  else if (scan.seen.has(value)) return false;
+  scan.seen.add(value);
+  switch (kind) {
     case 'array':
-      for (let i = 0; i < value.length; i++) if (hasReferences(value[i], depth + 1)) return true;
+      // A sparse array by its keys: `a[1e9] = 1` has one element.
+      if (value.length > 4096) return true;
+      for (let i = 0; i < value.length; i++) if (hasReferences(value[i], scan)) return true;
       return false;
     case 'object':
-      for (const k in value) if (Object.hasOwn(value, k) && hasReferences(value[k], depth + 1)) return true;
+      for (const k in value) if (Object.hasOwn(value, k) && hasReferences(value[k], scan)) return true;
       return false;
     case 'map':
-      for (const [k, x] of value) if (hasReferences(k, depth + 1) || hasReferences(x, depth + 1)) return true;
-      return false;
-    case 'set':
-      for (const x of value) if (hasReferences(x, depth + 1)) return true;
+      for (const [k, x] of value) if (hasReferences(k, scan) || hasReferences(x, scan)) return true;
       return false;
     default:
+      for (const x of value) if (hasReferences(x, scan)) return true;
       return false;
   }
 }
 
-/** How deep `hasReferences` looks before leaving a value to the copy (a cycle goes on forever). */
-const DEEP = 32;
+/** How many objects `hasReferences` looks at before leaving a value to the copy. */
+const SCAN_BUDGET = 10_000;
 
 /** 'array', 'object', 'map' or 'set'; null for a cloneable leaf (a Date, bytes, an Error…); throws for anything else. */
 function containerKind(v) {
@@ -308,6 +367,7 @@ function copyOf(v, owner, made, memo) {
     made.push(stub);
     return stub;
   }
+  if (typeof v === 'symbol') return structuredClone(v); // throws, as for a symbol anywhere else
   if (typeof v !== 'object' || v === null) return v;
   if (v instanceof RpcTarget) {
     const stub = makeStub({ value: v, owner, refs: 0 });
@@ -327,7 +387,7 @@ function copyOf(v, owner, made, memo) {
     case 'array':
       out = new Array(v.length);
       memo.set(v, out);
-      for (let i = 0; i < v.length; i++) out[i] = copyOf(v[i], owner, made, memo);
+      for (const k of Object.keys(v)) own(out, k, copyOf(v[k], owner, made, memo));
       return out;
     case 'map':
       out = new Map();
@@ -342,9 +402,15 @@ function copyOf(v, owner, made, memo) {
     default:
       out = {};
       memo.set(v, out);
-      for (const k of Object.keys(v)) out[k] = copyOf(v[k], owner, made, memo);
+      for (const k of Object.keys(v)) own(out, k, copyOf(v[k], owner, made, memo));
       return out;
   }
+}
+
+/** `o[k] = x` as an own property, even for `__proto__` (a JSON key), as structuredClone makes it. */
+function own(o, k, x) {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+  else o[k] = x;
 }
 
 module.exports = { RpcTarget, markObjectStub, here, invoke, read, method, property };
