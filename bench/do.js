@@ -2,8 +2,10 @@
 'use strict';
 // One Durable Object class (bench/fixtures/do-bench: a SQL counter per name)
 // on local workerd and on this package's Node host (`durable-workers serve`),
-// each in a process of its own, both driven the same way from this process:
-// HTTP with keep-alive to the Worker's fetch, which calls the object by RPC.
+// each in a process of its own behind a node:http front (serve's own; for
+// workerd, bench/do/front.js, a proxy in a process of its own), both driven
+// the same way from this process: HTTP with keep-alive to the Worker's
+// fetch, which calls the object by RPC.
 // Figures: serial writes to one object; 64 writers on 64 objects at once;
 // reads, 64 at once on those hot objects; the serving process's RSS per
 // object after 1,000 new objects get one write each; and a chat room's
@@ -110,12 +112,17 @@ function session(host) {
   return { host, c, chat, ops, latencies, rates: per(() => []), cpu: per(() => [0, 0]), driverCpu: per(() => [0, 0]), failed: {}, error: null };
 }
 
+/** The CPU a host's processes (workerd and its front) have used, in ms. */
+function serverCpuMs(host) {
+  return host.pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+}
+
 /** One timed round of scenario `key` on a session; its rate, and the server's CPU for it. */
 async function round(s, key, ms) {
-  const [cpu0, driver0] = [cpuMsOf(s.host.pid), process.cpuUsage()];
+  const [cpu0, driver0] = [serverCpuMs(s.host), process.cpuUsage()];
   const r = await runFor(ms, s.ops[key].width, s.ops[key].op);
   const driver = process.cpuUsage(driver0);
-  s.cpu[key][0] += cpuMsOf(s.host.pid) - cpu0;
+  s.cpu[key][0] += serverCpuMs(s.host) - cpu0;
   s.cpu[key][1] += r.ops;
   s.driverCpu[key][0] += (driver.user + driver.system) / 1000;
   s.driverCpu[key][1] += r.ops;
@@ -224,7 +231,7 @@ async function measureRun(run, plan, root, starts) {
     const live = () => keys.map((k) => sessions[k]).filter((s) => s.error === null);
     const [machine0, driver0, t0] = [machineCpuMs(), process.cpuUsage(), performance.now()];
     // A server that dies midway has no /proc entry left: its CPU then counts as the others'.
-    const serverCpu = () => live().reduce((sum, s) => sum + (safely(() => cpuMsOf(s.host.pid)) ?? 0), 0);
+    const serverCpu = () => live().reduce((sum, s) => sum + (safely(() => serverCpuMs(s.host)) ?? 0), 0);
     const server0 = serverCpu();
     // A warm-up of both kinds of call, 64 at a time, not counted: the JITs
     // settle (the Node host's HTTP front is JavaScript; a few hundred serial
@@ -378,7 +385,7 @@ function report(r) {
  */
 function summaryRows(r) {
   const cell = (v) => (v === null ? '–' : formatNumber(v));
-  return rowsOf(r).map((row) => [`Durable Objects: ${row.label}`, cell(row.node), cell(row.workerd), 'local workerd, same class over HTTP', formatRatio(row.ratio), verdict(row)]);
+  return rowsOf(r).map((row) => [`Durable Objects: ${row.label}`, cell(row.node), cell(row.workerd), 'local workerd, same class, behind a node:http front', formatRatio(row.ratio), verdict(row)]);
 }
 
 /**

@@ -140,6 +140,25 @@ test.serial('a response proxied from fetch() reaches the client decoded once: it
   t.is(await res.text(), text);
 });
 
+test.serial('a whole body goes out with its Content-Length; a body still producing goes out chunked, its head and first bytes at once', async (t) => {
+  const s = await start(t);
+  const whole = await fetch(`${s.url}/entries/len`);
+  const text = await whole.text();
+  t.is(whole.headers.get('content-length'), String(Buffer.byteLength(text)));
+  t.is(whole.headers.get('transfer-encoding'), null);
+  const started = Date.now();
+  const res = await fetch(`${s.url}/stream/400`);
+  t.true(Date.now() - started < 300, `the head came after ${Date.now() - started} ms`);
+  t.is(res.headers.get('transfer-encoding'), 'chunked');
+  t.is(res.headers.get('content-length'), null);
+  const reader = res.body.getReader();
+  t.is(new TextDecoder().decode((await reader.read()).value), 'head ');
+  t.true(Date.now() - started < 350, 'the first chunk came before the stream ended');
+  let rest = '';
+  for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+  t.is(rest, 'tail');
+});
+
 test.serial('close() lets a response in flight finish, stops listening, then releases the directory', async (t) => {
   const dir = path.join(tmpDir(t), 'data');
   const s = await start(t, { dir });

@@ -2,8 +2,11 @@
 // The two hosts bench/do.js compares, each started in a process of its own on
 // a fresh directory and stopped with SIGTERM: the Node host as a user runs it
 // (`durable-workers serve`), and local workerd on the same module bundled raw
-// (js/cloudflare/raw.js: the classes exactly as written, no wrapper).
-// Each resolves to { url, pid (the serving process, whose RSS is measured),
+// (js/cloudflare/raw.js: the classes exactly as written, no wrapper), behind
+// a node:http front of its own (./front.js): both hosts sit behind the same
+// kind of front, as the targets are set.
+// Each resolves to { url, pid (the process holding the objects, whose RSS is
+// measured), pids (every process serving: their CPU is the server's),
 // output() (its last lines, for error messages), stop() }.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -65,7 +68,7 @@ async function startNodeHost(dir, execPath = process.execPath) {
       });
       exited.then(([code, signal]) => reject(new Error(`the Node host exited (code ${code}, signal ${signal}) before it served: ${lines.join(' | ')}`)));
     });
-    return { url, pid: child.pid, output: () => lines, stop };
+    return { url, pid: child.pid, pids: [child.pid], output: () => lines, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -74,7 +77,8 @@ async function startNodeHost(dir, execPath = process.execPath) {
 
 /**
  * The fixture bundled for workerd (buildRawWorkerd) and `workerd serve`
- * (startWorkerd: a child process of this one; its pid is workerd's own).
+ * (startWorkerd: a child process of this one; its pid is workerd's own),
+ * reached through ./front.js, a node:http process of its own.
  * @param {string} dir this host's own directory (build/ and data/)
  */
 async function startWorkerdHost(dir) {
@@ -84,7 +88,24 @@ async function startWorkerdHost(dir) {
   const { config } = await buildRawWorkerd({ entry: ENTRY, objects: OBJECTS, name: NAME, outDir: path.join(dir, 'build'), dataDir: path.join(dir, 'data'), port });
   const lines = [];
   const w = await startWorkerd({ config, port, startTimeoutMs: START_TIMEOUT_MS, onOutput: (line) => lines.push(line) && lines.length > 20 && lines.shift() });
-  return { url: w.url, pid: w.pid, output: () => lines, stop: () => w.stop() };
+  const front = spawn(process.execPath, [path.join(__dirname, 'front.js'), String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  tailOf(front.stderr, lines);
+  const stop = async () => {
+    if (front.exitCode === null && front.signalCode === null) {
+      front.kill('SIGTERM');
+      await once(front, 'exit');
+    }
+    await w.stop();
+  };
+  try {
+    const [buf] = await once(front.stdout, 'data');
+    const m = /ready on (\S+)/.exec(String(buf));
+    if (!m) throw new Error(`the node:http front before workerd printed ${String(buf)}`);
+    return { url: m[1], pid: w.pid, pids: [w.pid, front.pid], output: () => lines, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 module.exports = { startNodeHost, startWorkerdHost, ENTRY, CONFIG };

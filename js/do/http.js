@@ -25,6 +25,21 @@ const { ended } = require('./bodies');
 const NO_BODY = new Set(['GET', 'HEAD']);
 /** The body of a request whose length is 0 (never written to: shared). */
 const EMPTY = new Uint8Array(0);
+/** What `soon()` resolves to. */
+const SOON = Symbol('soon');
+
+/** A promise that resolves after a few microtasks: a read of a body already whole settles before it. */
+function soon() {
+  return Promise.resolve(SOON)
+    .then((x) => x)
+    .then((x) => x)
+    .then((x) => x);
+}
+
+/** Whether a response of this status has a body (and so a Content-Length). */
+function bodyAllowed(status) {
+  return status >= 200 && status !== 204 && status !== 304;
+}
 
 /**
  * A web `Request` for a node request.
@@ -80,9 +95,10 @@ async function writeResponse(response, res) {
   }
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) head['set-cookie'] = cookies;
-  res.writeHead(response.status, response.statusText || undefined, head);
+  const start = () => res.writeHead(response.status, response.statusText || undefined, head);
   const body = response.body;
   if (body === null) {
+    start();
     res.end();
     return;
   }
@@ -101,12 +117,37 @@ async function writeResponse(response, res) {
   res.on('close', onClose);
   res.on('drain', onDrain);
   try {
+    let next = reader.read();
+    const first = await next;
+    if (first.done || gone) {
+      start();
+      res.end();
+      return;
+    }
+    // A body that was whole when returned (a string, bytes, JSON) ends a
+    // microtask or two after its first chunk: it goes out with its length in
+    // one write, where a chunked body took a second write for its end. A
+    // stream still producing (server-sent events) is written as it comes.
+    next = reader.read();
+    const second = await Promise.race([next, soon()]);
+    if (second !== SOON && second.done && first.value instanceof Uint8Array) {
+      if (head['content-length'] === undefined && head['transfer-encoding'] === undefined && bodyAllowed(response.status)) {
+        head['content-length'] = String(first.value.byteLength);
+      }
+      start();
+      res.end(first.value);
+      return;
+    }
+    start();
+    if (!res.write(first.value) && !gone) await new Promise((resolve) => (wake = resolve));
+    wake = null;
     for (;;) {
-      const { done, value } = await reader.read();
+      if (gone) break;
+      const { done, value } = await next;
       if (done || gone) break;
       if (!res.write(value) && !gone) await new Promise((resolve) => (wake = resolve));
       wake = null;
-      if (gone) break;
+      next = reader.read();
     }
     if (!gone) res.end();
   } catch (err) {
