@@ -39,7 +39,7 @@ function generate(lemon, source, flags) {
   try {
     fs.copyFileSync(path.join(VENDOR, 'parse.y'), path.join(dir, 'parse.y'));
     fs.copyFileSync(path.join(source, 'tool', 'lempar.c'), path.join(dir, 'lempar.c'));
-    execFileSync(lemon, [...flags, '-S', 'parse.y'], { cwd: dir, stdio: 'ignore' });
+    execFileSync(lemon, [...flags, '-S', 'parse.y'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
     return amalgamated(fs.readFileSync(path.join(dir, 'parse.c'), 'utf8'));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -113,6 +113,17 @@ test('a stub keeps the object its target lives in from leaving memory; once disp
   t.is(await box('first').total(), 2);
 });
 
+test('disposing an RpcPromise (as `using` does) disposes the stub it settles to, which lets its object go', async (t) => {
+  const box = await open(t, { maxLive: 1 });
+  const pending = box('first').tally();
+  t.is(await (await pending).add(5), 5);
+  t.is(await box('first').calls(), 1);
+  pending[Symbol.dispose]();
+  await new Promise((resolve) => setImmediate(resolve));
+  await box('second').ping(); // first is no longer held
+  t.is(await box('first').calls(), 1, 'a new instance');
+});
+
 test('an own __proto__ key (parsed JSON) arrives as an own key beside a function, as structuredClone makes it', async (t) => {
   const box = await open(t);
   const o = JSON.parse('{"__proto__": {"isAdmin": true}, "n": 1}');

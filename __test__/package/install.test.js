@@ -170,7 +170,17 @@ serial('the release packs the JS, the types, the bin and the Rust sources in the
   for (const f of ['package.json', 'README.md', 'LICENSE', 'index.d.ts', 'peek.d.ts', 'cloudflare.d.ts', 'js/index.js', 'js/index.mjs', 'js/peek/index.js', 'bin/durable-workers.js']) {
     t.true(files.includes(f), `${f} is in the main tarball`);
   }
-  for (const f of ['Cargo.toml', 'Cargo.lock', 'build.rs', '.cargo/config.toml', 'src/lib.rs', 'vendor/libsqlite3-sys/row_counts.rs', 'vendor/libsqlite3-sys/sqlite3/sqlite3.c'])
+  for (const f of [
+    'Cargo.toml',
+    'Cargo.lock',
+    'build.rs',
+    '.cargo/config.toml',
+    'src/lib.rs',
+    'vendor/libsqlite3-sys/row_counts.rs',
+    'vendor/libsqlite3-sys/parser.rs',
+    'vendor/libsqlite3-sys/parse-udl.c',
+    'vendor/libsqlite3-sys/sqlite3/sqlite3.c',
+  ])
     t.true(files.includes(f), `${f} (for build-addon) is in the main tarball`);
   t.deepEqual(
     files.filter((f) => /^(native|target|__test__|bench|npm|scripts|\.nodes)\//.test(f) || f.endsWith('.node')),

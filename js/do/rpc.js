@@ -14,17 +14,12 @@
 // object's writes made before it are durable. Checked against workerd by the
 // probe's RPC scenarios (__test__/fixtures/do-probe-rpc.mjs).
 
-const { types } = require('node:util');
 const { actorContext } = require('./websocket');
 const { holdUntilEnded } = require('./bodies');
-
-/** Marks a class whose instances cross RPC by reference. */
-class RpcTarget {}
+const { RpcTarget, markObjectStub, byReference, hasReferences, copyOf } = require('./rpc-values');
 
 const DISPOSED = 'RPC stub used after being disposed.';
 
-/** Durable Object stubs (./namespace.js): they cross as themselves. */
-const objectStubs = new WeakSet();
 /** @type {WeakMap<Function, StubState>} each RPC stub's state */
 const stubs = new WeakMap();
 
@@ -33,12 +28,6 @@ const stubs = new WeakMap();
  * @typedef {{ value: object, owner: import('./actor').Actor | null, refs: number }} Hook
  * @typedef {{ hook: Hook, disposed: boolean }} StubState
  */
-
-/** @param {object} stub a Durable Object stub, passed through RPC as itself */
-function markObjectStub(stub) {
-  objectStubs.add(stub);
-  return stub;
-}
 
 /** The object whose event is running (null in the Worker): where values sent from here live. */
 function here() {
@@ -223,6 +212,8 @@ function property(call, get) {
       if (prop === 'then') return (ok, fail) => get().then(ok, fail);
       if (prop === 'catch') return (fail) => get().catch(fail);
       if (prop === 'finally') return (fn) => get().finally(fn);
+      // `using p = stub.make()`: disposes what it settles to.
+      if (prop === Symbol.dispose) return () => void get().then((r) => r?.[Symbol.dispose]?.(), noop);
       if (typeof prop === 'symbol') return undefined;
       return pipelined(get, prop);
     },
@@ -283,8 +274,15 @@ function pipelined(value, name) {
  * @returns {{ value: unknown, dispose: () => void }}
  */
 function send(value, owner) {
-  if (!hasReferences(value, { left: SCAN_BUDGET, seen: null })) return { value: structuredClone(value), dispose: noop };
+  if (!hasReferences(value)) return { value: structuredClone(value), dispose: noop };
   const made = [];
+  const stubOf = (v) => {
+    const state = stubs.get(v);
+    // An RPC stub passed on: a new stub of the same value, where it lives.
+    const stub = makeStub(state !== undefined ? state.hook : { value: v, owner, refs: 0 });
+    made.push(stub);
+    return stub;
+  };
   const disposeAll = () => {
     for (const stub of made) {
       try {
@@ -295,7 +293,7 @@ function send(value, owner) {
     }
   };
   try {
-    return { value: copyOf(value, owner, made, new Map()), dispose: disposeAll };
+    return { value: copyOf(value, stubOf), dispose: disposeAll };
   } catch (err) {
     disposeAll();
     throw err;
@@ -303,114 +301,5 @@ function send(value, owner) {
 }
 
 function noop() {}
-
-/** Whether a value crosses by reference (a stub is made or it is kept as itself). */
-function byReference(v) {
-  return typeof v === 'function' || v instanceof RpcTarget || objectStubs.has(v) || v instanceof ReadableStream || v instanceof WritableStream || v instanceof Request || v instanceof Response;
-}
-
-/**
- * Whether `value` holds anything that crosses by reference; true too past
- * `SCAN_BUDGET` objects, where the copy below (which follows shared and
- * cyclic references once) takes over. Throws a DataCloneError for an
- * instance of a class neither cloneable nor an RpcTarget, as workerd's
- * serializer does (structuredClone would copy its fields into a plain object).
- * @param {unknown} value
- * @param {{ left: number, seen: Set<object> | null }} scan
- */
-function hasReferences(value, scan) {
-  if (typeof value !== 'object' || value === null) return typeof value === 'function';
-  if (byReference(value) || --scan.left < 0) return true;
-  const kind = containerKind(value);
-  if (kind === null) return false;
-  if (scan.seen === null) scan.seen = new Set();
-  else if (scan.seen.has(value)) return false;
-  scan.seen.add(value);
-  switch (kind) {
-    case 'array':
-      // A sparse array by its keys: `a[1e9] = 1` has one element.
-      if (value.length > 4096) return true;
-      for (let i = 0; i < value.length; i++) if (hasReferences(value[i], scan)) return true;
-      return false;
-    case 'object':
-      for (const k in value) if (Object.hasOwn(value, k) && hasReferences(value[k], scan)) return true;
-      return false;
-    case 'map':
-      for (const [k, x] of value) if (hasReferences(k, scan) || hasReferences(x, scan)) return true;
-      return false;
-    default:
-      for (const x of value) if (hasReferences(x, scan)) return true;
-      return false;
-  }
-}
-
-/** How many objects `hasReferences` looks at before leaving a value to the copy. */
-const SCAN_BUDGET = 10_000;
-
-/** 'array', 'object', 'map' or 'set'; null for a cloneable leaf (a Date, bytes, an Error…); throws for anything else. */
-function containerKind(v) {
-  if (Array.isArray(v)) return 'array';
-  const proto = Object.getPrototypeOf(v);
-  if (proto === Object.prototype || proto === null) return 'object';
-  if (v instanceof Map) return 'map';
-  if (v instanceof Set) return 'set';
-  if (v instanceof Date || v instanceof RegExp || v instanceof Error || types.isArrayBuffer(v) || types.isSharedArrayBuffer(v) || ArrayBuffer.isView(v) || types.isBoxedPrimitive(v)) return null;
-  const name = typeof proto?.constructor === 'function' && proto.constructor.name ? proto.constructor.name : 'Object';
-  throw new DOMException(`Could not serialize object of type "${name}". This type does not support serialization.`, 'DataCloneError');
-}
-
-function copyOf(v, owner, made, memo) {
-  if (typeof v === 'function') {
-    const state = stubs.get(v);
-    // An RPC stub passed on: a new stub of the same value, where it lives.
-    const stub = makeStub(state !== undefined ? state.hook : { value: v, owner, refs: 0 });
-    made.push(stub);
-    return stub;
-  }
-  if (typeof v === 'symbol') return structuredClone(v); // throws, as for a symbol anywhere else
-  if (typeof v !== 'object' || v === null) return v;
-  if (v instanceof RpcTarget) {
-    const stub = makeStub({ value: v, owner, refs: 0 });
-    made.push(stub);
-    return stub;
-  }
-  if (byReference(v)) return v;
-  if (memo.has(v)) return memo.get(v);
-  const kind = containerKind(v);
-  if (kind === null) {
-    const leaf = structuredClone(v);
-    memo.set(v, leaf);
-    return leaf;
-  }
-  let out;
-  switch (kind) {
-    case 'array':
-      out = new Array(v.length);
-      memo.set(v, out);
-      for (const k of Object.keys(v)) own(out, k, copyOf(v[k], owner, made, memo));
-      return out;
-    case 'map':
-      out = new Map();
-      memo.set(v, out);
-      for (const [k, x] of v) out.set(copyOf(k, owner, made, memo), copyOf(x, owner, made, memo));
-      return out;
-    case 'set':
-      out = new Set();
-      memo.set(v, out);
-      for (const x of v) out.add(copyOf(x, owner, made, memo));
-      return out;
-    default:
-      out = {};
-      memo.set(v, out);
-      for (const k of Object.keys(v)) own(out, k, copyOf(v[k], owner, made, memo));
-      return out;
-  }
-}
-
-/** `o[k] = x` as an own property, even for `__proto__` (a JSON key), as structuredClone makes it. */
-function own(o, k, x) {
-  if (k === '__proto__') Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
-  else o[k] = x;
-}
 
 module.exports = { RpcTarget, markObjectStub, here, invoke, read, method, property };

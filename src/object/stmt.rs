@@ -251,3 +251,43 @@ fn hash(sql: &str) -> u64 {
     h.write(sql.as_bytes());
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Stmt;
+    use rusqlite::{ffi, Connection};
+
+    /// Runs `sql` (one statement) to its end; the rows it read and wrote.
+    fn run(db: *mut ffi::sqlite3, sql: &str) -> (u64, u64) {
+        let Ok((Some(stmt), _)) = Stmt::prepare(db, sql.as_bytes()) else {
+            panic!("{sql} did not prepare");
+        };
+        while stmt.step() == ffi::SQLITE_ROW {}
+        stmt.take_rows()
+    }
+
+    #[test]
+    fn rows_are_counted_where_workerd_counts_them_and_update_limit_parses() -> rusqlite::Result<()>
+    {
+        let conn = Connection::open_in_memory()?;
+        // SAFETY: the handle is used on this thread while `conn` lives.
+        let db = unsafe { conn.handle() };
+        conn.execute_batch("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT UNIQUE NOT NULL)")?;
+        // Three rows and their three UNIQUE entries.
+        assert_eq!(
+            run(db, "INSERT INTO t VALUES (1, 'x'), (2, 'y'), (3, 'z')").1,
+            6
+        );
+        assert_eq!(run(db, "SELECT * FROM t"), (3, 0));
+        assert_eq!(run(db, "SELECT * FROM t WHERE a = 2"), (1, 0));
+        // Needs the parser vendor/libsqlite3-sys swaps in, and the flag in .cargo/config.toml.
+        assert_eq!(
+            run(db, "UPDATE t SET b = b || '!' ORDER BY a DESC LIMIT 1").1,
+            2
+        );
+        assert_eq!(run(db, "DELETE FROM t ORDER BY a LIMIT 2").1, 2);
+        let left: String = conn.query_row("SELECT group_concat(b) FROM t", [], |r| r.get(0))?;
+        assert_eq!(left, "z!");
+        Ok(())
+    }
+}

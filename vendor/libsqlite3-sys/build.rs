@@ -86,6 +86,13 @@ fn main() {
     if env::var_os("LIBSQLITE3_SYS_USE_PKG_CONFIG").is_some_and(|s| s != "0")
         || cfg!(feature = "loadable_extension")
     {
+        // durable-workers: a system SQLite has neither the row counters nor
+        // the parser this package needs (row_counts.rs, parser.rs).
+        panic!(
+            "durable-workers builds SQLite from this crate's amalgamation, with its own additions; \
+             unset LIBSQLITE3_SYS_USE_PKG_CONFIG (vendor/README.md)"
+        );
+        #[allow(unreachable_code)]
         build_linked::main(&out_dir, &out_path);
     } else if cfg!(all(
         feature = "sqlcipher",
@@ -175,10 +182,12 @@ mod build_bundled {
             println!("cargo:rerun-if-changed={f}");
         }
         let source = if cfg!(feature = "bundled-sqlcipher") {
-            source
+            panic!("durable-workers builds SQLite from this crate's amalgamation, with its own additions, not SQLCipher's");
         } else {
-            let text = std::fs::read_to_string(&source).expect("reading the bundled sqlite3.c");
-            let udl = std::fs::read_to_string("parse-udl.c").expect("reading parse-udl.c");
+            // A checkout that turned LF into CRLF (git's autocrlf on Windows) still matches the edits' text.
+            let lf = |text: String| text.replace("\r\n", "\n");
+            let text = lf(std::fs::read_to_string(&source).expect("reading the bundled sqlite3.c"));
+            let udl = lf(std::fs::read_to_string("parse-udl.c").expect("reading parse-udl.c"));
             let text = super::row_counts::apply(&super::parser::apply(&text, &udl));
             let copy = Path::new(out_dir).join("sqlite3.c");
             std::fs::write(&copy, text).expect("writing the amalgamation's copy");

@@ -31,6 +31,14 @@ pub fn apply(src: &str, udl: &str) -> String {
     let end = once("the end of parse.c", END);
     let flag = once("the SQLITE_PRIVATE definition", FLAG_AFTER) + FLAG_AFTER.len();
     assert!(flag < begin && begin <= end, "durable-workers parser: sqlite3.c is not laid out as expected");
+    // The swapped parser must be this SQLite's: the same tokens, rules and
+    // fallbacks (the rest of the amalgamation is built on them); only its
+    // states differ. A parse-udl.c left from an older SQLite stops here.
+    assert!(
+        grammar_of(&src[begin..end]) == grammar_of(udl),
+        "durable-workers parser: parse-udl.c is not this SQLite's grammar (its tokens, rules or fallbacks differ): \
+         regenerate it with scripts/sqlite-parser.js"
+    );
     let mut out = String::with_capacity(src.len() + udl.len());
     out.push_str(&src[..flag]);
     out.push_str("#define SQLITE_UDL_CAPABLE_PARSER 1\n");
@@ -38,5 +46,20 @@ pub fn apply(src: &str, udl: &str) -> String {
     out.push_str(udl);
     out.push('\n');
     out.push_str(&src[end..]);
+    out
+}
+
+/// What must agree between two parsers of one SQLite: every token's code,
+/// the numbers of tokens and rules, and the fallback table.
+fn grammar_of(parser: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = parser
+        .lines()
+        .filter(|l| l.starts_with("#define TK_") || l.starts_with("#define YYNTOKEN ") || l.starts_with("#define YYNRULE "))
+        .collect();
+    if let Some(start) = parser.find("static const YYCODETYPE yyFallback[] = {") {
+        let table = &parser[start..];
+        out.extend(table[..table.find("};").unwrap_or(0)].lines());
+    }
+    assert!(out.len() > 100, "durable-workers parser: no token definitions found");
     out
 }

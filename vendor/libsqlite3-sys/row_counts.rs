@@ -30,10 +30,11 @@ const EDITS: &[(&str, &str, &str, &str)] = &[
         "  memcpy(pB->aDwRows, pA->aDwRows, sizeof(pB->aDwRows));\n",
     ),
     (
-        "the function that reads them",
-        "",
-        "SQLITE_API int sqlite3_stmt_status(sqlite3_stmt *pStmt, int op, int resetFlag){\n",
-        "#define DW_READ(P, N) ((P)->aDwRows[0] += (u64)(N))\n\
+        "the function that reads them, after sqlite3_stmt_status",
+        "  return (int)v;\n}\n",
+        "\n/*\n** Return the SQL associated with a prepared statement\n*/",
+        "\n/* durable-workers: the rows a statement read and wrote (row_counts.rs). */\n\
+#define DW_READ(P, N) ((P)->aDwRows[0] += (u64)(N))\n\
 #define DW_WROTE(P, C) do{ if( !(C)->isEphemeral ) (P)->aDwRows[1]++; }while(0)\n\
 SQLITE_API void sqlite3_dw_stmt_rows(\n\
   sqlite3_stmt *pStmt,\n\
@@ -42,10 +43,11 @@ SQLITE_API void sqlite3_dw_stmt_rows(\n\
   int reset\n\
 ){\n\
   Vdbe *v = (Vdbe*)pStmt;\n\
+  if( v==0 ){ *pRead = 0; *pWritten = 0; return; }\n\
   *pRead = v->aDwRows[0];\n\
   *pWritten = v->aDwRows[1];\n\
   if( reset ){ v->aDwRows[0] = 0; v->aDwRows[1] = 0; }\n\
-}\n\n",
+}\n",
     ),
     (
         "OP_Count: every entry of the b-tree",
