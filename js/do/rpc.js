@@ -47,15 +47,23 @@ function runIn(owner, body) {
 
 /**
  * The member `name` of `target` as RPC exposes it: of a function, its own
- * properties; of anything else, what its prototype chain has, not an own
- * (instance) property and not Object's.
+ * properties; of anything else, what its prototype chain has below Object's,
+ * not an own (instance) property. Found without running a getter twice.
  */
 function exposed(target, name) {
-  const refused =
-    typeof name !== 'string' ||
-    name === 'constructor' ||
-    (typeof target === 'function' ? !Object.hasOwn(target, name) : Object.hasOwn(target, name) || !(name in target) || Object.prototype[name] === target[name]);
-  if (refused) throw new TypeError(`The RPC receiver does not implement the method "${String(name)}".`);
+  let holder = null;
+  if (typeof name === 'string' && name !== 'constructor') {
+    if (typeof target === 'function') holder = Object.hasOwn(target, name) ? target : null;
+    else if (!Object.hasOwn(target, name)) {
+      for (let o = Object.getPrototypeOf(target); o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+        if (Object.hasOwn(o, name)) {
+          holder = o;
+          break;
+        }
+      }
+    }
+  }
+  if (holder === null) throw new TypeError(`The RPC receiver does not implement the method "${String(name)}".`);
   return target[name];
 }
 
