@@ -57,6 +57,17 @@ class Box extends DurableObject {
   ping() {
     return 'pong';
   }
+
+  /** A stream that ends only when the reader pulls a second time. */
+  stream() {
+    let pulls = 0;
+    return new ReadableStream({
+      pull(c) {
+        if (++pulls === 1) c.enqueue(new TextEncoder().encode('one'));
+        else c.close();
+      },
+    });
+  }
 }
 
 async function open(t, o = {}) {
@@ -111,6 +122,17 @@ test('a stub keeps the object its target lives in from leaving memory; once disp
   t.is(await box('first').calls(), 1, 'a new instance');
   await t.throwsAsync(tally.add(1), { message: 'RPC stub used after being disposed.' });
   t.is(await box('first').total(), 2);
+});
+
+test('a stream an RPC method returns keeps its object in memory until it has been read to its end', async (t) => {
+  const box = await open(t, { maxLive: 1 });
+  const stream = await box('first').stream();
+  t.is(await box('first').calls(), 1);
+  await box('second').ping(); // past maxLive, but first's stream is unread
+  t.is(await box('first').calls(), 2, 'the same instance');
+  t.is(await new Response(stream).text(), 'one');
+  await box('second').ping(); // read: first may leave
+  t.is(await box('first').calls(), 1, 'a new instance');
 });
 
 test('disposing an RpcPromise (as `using` does) disposes the stub it settles to, which lets its object go', async (t) => {

@@ -98,7 +98,10 @@ async function startWorkerdHost(dir) {
     await w.stop();
   };
   try {
-    const [buf] = await once(front.stdout, 'data');
+    const [buf] = await Promise.race([
+      once(front.stdout, 'data'),
+      once(front, 'exit').then(([code]) => Promise.reject(new Error(`the node:http front before workerd exited (${code}): ${lines.join(' | ')}`))),
+    ]);
     const m = /ready on (\S+)/.exec(String(buf));
     if (!m) throw new Error(`the node:http front before workerd printed ${String(buf)}`);
     return { url: m[1], pid: w.pid, pids: [w.pid, front.pid], output: () => lines, stop };

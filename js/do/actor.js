@@ -250,12 +250,7 @@ class Actor {
     return this.#events === 0 && this.#turns !== null && this.#turns.idle();
   }
 
-  /**
-   * An RPC call of the method `name` (./rpc.js: structured clones, functions and
-   * RpcTargets as stubs); answers its result once its writes are durable.
-   * @param {string} name
-   * @param {unknown[]} args
-   */
+  /** An RPC call of the method `name` (./rpc.js); its result once its writes are durable. @param {string} name @param {unknown[]} args */
   call(name, args) {
     return reserved(name) ?? invoke(this, (instance) => [instance, method(instance, name)], args, here());
   }
@@ -270,17 +265,21 @@ class Actor {
     return this.event(async (instance) => {
       if (typeof instance.fetch !== 'function') throw new TypeError('Handler does not export a fetch() function.');
       const response = await instance.fetch(request);
-      const body = response instanceof Response ? response.body : null;
-      if (body !== null) {
-        const ref = new WeakRef(body);
-        this.#streams++;
-        this.#bodies.add(ref);
-        holdUntilEnded(body, () => {
-          this.#streams--;
-          this.#bodies.delete(ref);
-        });
-      }
+      this.hold(response);
       return response;
+    });
+  }
+
+  /** A body it returned (a Response's, or a stream) keeps it in memory until read to its end (./bodies.js). */
+  hold(value) {
+    const body = value instanceof Response ? value.body : value instanceof ReadableStream ? value : null;
+    if (body === null) return;
+    const ref = new WeakRef(body);
+    this.#streams++;
+    this.#bodies.add(ref);
+    holdUntilEnded(body, () => {
+      this.#streams--;
+      this.#bodies.delete(ref);
     });
   }
 

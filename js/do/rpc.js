@@ -15,7 +15,6 @@
 // probe's RPC scenarios (__test__/fixtures/do-probe-rpc.mjs).
 
 const { actorContext } = require('./websocket');
-const { holdUntilEnded } = require('./bodies');
 const { RpcTarget, markObjectStub, byReference, hasReferences, copyOf } = require('./rpc-values');
 
 const DISPOSED = 'RPC stub used after being disposed.';
@@ -120,12 +119,7 @@ function read(owner, target, name) {
 function reply(value, owner) {
   const sent = send(value, owner);
   const out = sent.value;
-  const body = out instanceof Response ? out.body : out instanceof ReadableStream ? out : null;
-  if (owner !== null && body !== null) {
-    const token = {};
-    owner.pending.add(token);
-    holdUntilEnded(body, () => owner.pending.delete(token));
-  }
+  owner?.hold(out);
   if (out !== null && typeof out === 'object' && !byReference(out)) {
     Object.defineProperty(out, Symbol.dispose, { value: sent.dispose, configurable: true, writable: true });
   }
