@@ -72,8 +72,18 @@ class Counter extends DurableObject {
     return this.ctx.storage.kv.get('late') ?? null;
   }
 
-  fetch() {
-    return new Response(`body of ${this.ctx.id.name}`);
+  fetch(request) {
+    const text = `body of ${this.ctx.id.name}`;
+    // A string is kept whole (nothing of the object's feeds it); a stream may still be fed by the object.
+    if (new URL(request.url).pathname === '/whole') return new Response(text);
+    return new Response(
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(text));
+          controller.close();
+        },
+      }),
+    );
   }
 
   /** Work that keeps the object busy after the call returns. */
@@ -183,6 +193,16 @@ test('a timer cleared (by its numeric id) does not hold its object', async (t) =
   await c('b').incr();
   t.is((await c('a').incr()).calls, 1, 'a new instance');
   t.deepEqual(made, ['a', 'b', 'a']);
+});
+
+test('a body made from a string does not hold its object: it is in memory already', async (t) => {
+  const { c } = await open(t, { evictAfterMs: 50 });
+  await c('f').incr();
+  const res = await c('f').fetch('http://x/whole');
+  await sleep(120);
+  await c('other').incr();
+  t.is((await c('f').incr()).calls, 1, 'a new instance while the body is unread');
+  t.is(await res.text(), 'body of f');
 });
 
 test('a response body read anywhere else lets its object go once it has ended', async (t) => {

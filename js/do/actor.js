@@ -11,6 +11,7 @@ const { DurableObjectStorage, internals } = require('./storage');
 const { actorContext } = require('./websocket');
 const { Hibernation } = require('./hibernation');
 const { holdUntilEnded, endIfDone } = require('./bodies');
+const { Response: WorkerdResponse } = require('./response');
 const { DurableError, codes } = require('../api/errors');
 const { invoke, read, method, here } = require('./rpc');
 const { pendingTimers } = require('./timers');
@@ -272,6 +273,8 @@ class Actor {
 
   /** A body it returned (a Response's, or a stream) keeps it in memory until read to its end (./bodies.js). */
   hold(value) {
+    // A body kept whole (a string or bytes) is in memory already: nothing of the object's to wait for.
+    if (WorkerdResponse.isWhole(value)) return;
     const body = value instanceof Response ? value.body : value instanceof ReadableStream ? value : null;
     if (body === null) return;
     const ref = new WeakRef(body);

@@ -20,6 +20,7 @@
 
 const { Readable } = require('node:stream');
 const { ended } = require('./bodies');
+const { Response: WorkerdResponse } = require('./response');
 
 /** Methods whose requests cannot carry a body in the fetch API. */
 const NO_BODY = new Set(['GET', 'HEAD']);
@@ -50,11 +51,10 @@ function bodyAllowed(status) {
 function toRequest(req, o) {
   // undici keeps the headers an HTTP client may not set (Host, Connection,
   // Upgrade), so the app sees what workerd would show it.
-  const headers = new Headers();
+  // As name-value pairs: a Headers object given instead is copied sorted.
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i], raw[i + 1]);
-  const host = req.headers.host;
-  const url = new URL(req.url ?? '/', host ? `http://${host}` : o.origin);
+  const headers = new Array(raw.length / 2);
+  for (let i = 0; i < raw.length; i += 2) headers[i / 2] = [raw[i], raw[i + 1]];
   const init = { method: req.method, headers };
   // A request with neither a length nor chunked encoding has no body (RFC
   // 9112 §6.3); giving it an empty stream would make `request.body` non-null,
@@ -71,7 +71,27 @@ function toRequest(req, o) {
       init.duplex = 'half';
     }
   }
-  return new Request(url.href, init);
+  return new Request(urlOf(req, o.origin), init);
+}
+
+/** What a Host header may hold to be put before a path as it is: a name or address, and a port. */
+const PLAIN_HOST = /^[\w.-]+(:\d+)?$|^\[[\da-fA-F:.]+\](:\d+)?$/;
+
+/**
+ * The request's URL. A path (the usual request target) follows the Host as
+ * it is, as workerd builds it; `//x` stays a path, never a host. Anything
+ * else (an absolute URL, `*`, a Host with other characters) is resolved.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {string} origin for a request without a Host header
+ */
+function urlOf(req, origin) {
+  const target = req.url ?? '/';
+  const host = req.headers.host;
+  if (target.startsWith('/')) {
+    if (host === undefined || host === '') return origin + target;
+    if (PLAIN_HOST.test(host)) return `http://${host}${target}`;
+  }
+  return new URL(target, host ? `http://${host}` : origin).href;
 }
 
 /**
@@ -96,6 +116,17 @@ async function writeResponse(response, res) {
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) head['set-cookie'] = cookies;
   const start = () => res.writeHead(response.status, response.statusText || undefined, head);
+  // A body made from a string or bytes goes out as it was given, with its
+  // length, in one write: no stream is made for it (./response.js).
+  const whole = WorkerdResponse.takeWhole(response);
+  if (whole !== undefined) {
+    if (head['content-length'] === undefined && head['transfer-encoding'] === undefined && bodyAllowed(response.status)) {
+      head['content-length'] = String(typeof whole === 'string' ? Buffer.byteLength(whole) : whole.byteLength);
+    }
+    start();
+    res.end(whole);
+    return;
+  }
   const body = response.body;
   if (body === null) {
     start();

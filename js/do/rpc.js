@@ -86,7 +86,9 @@ function method(target, name) {
 function invoke(owner, resolve, args, from) {
   let sent;
   try {
-    sent = send(args, from);
+    // The arguments array is this call's own (a rest or Proxy argument list):
+    // all primitives, the callee can have it as it is.
+    sent = args.every(primitive) ? { value: args, dispose: noop } : send(args, from);
   } catch (err) {
     return Promise.reject(err);
   }
@@ -276,6 +278,7 @@ function pipelined(value, name) {
  * @returns {{ value: unknown, dispose: () => void }}
  */
 function send(value, owner) {
+  if (primitive(value)) return { value, dispose: noop };
   if (!hasReferences(value)) return { value: structuredClone(value), dispose: noop };
   const made = [];
   const stubOf = (v) => {
@@ -303,5 +306,10 @@ function send(value, owner) {
 }
 
 function noop() {}
+
+/** Whether `v` crosses as it is (structuredClone would give it back unchanged; a symbol it refuses). */
+function primitive(v) {
+  return v === null || (typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol');
+}
 
 module.exports = { RpcTarget, markObjectStub, here, invoke, read, method, property };
