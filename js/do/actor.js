@@ -107,6 +107,9 @@ class DurableObjectState {
 
 class Actor {
   #ready;
+  /** Whether #ready has resolved; events still waiting for it. */
+  #started = false;
+  #starting = 0;
   #instance = null;
   #storage = null;
   #turns = null;
@@ -135,7 +138,9 @@ class Actor {
     this.pending = new Set();
     this.timers = new Set(); // set by its events (./timers.js): pending ones keep it in memory
     this.hibernation = o.hibernation?.adopt(this) ?? new Hibernation(this, o.log);
-    this.#ready = this.#start();
+    this.#ready = this.#start().then(() => {
+      this.#started = true;
+    });
     // Reported to the first event, not here.
     this.#ready.catch(() => {});
   }
@@ -189,15 +194,24 @@ class Actor {
     this.#events++;
     this.o.host.residents?.touch(this);
     try {
-      await this.#ready;
+      // Each wait only when there is something to wait for (an await costs a
+      // call a microtask); an event behind one still waiting to start waits too.
+      if (!this.#started || this.#starting > 0) {
+        this.#starting++;
+        try {
+          await this.#ready;
+        } finally {
+          this.#starting--;
+        }
+      }
       // A parked file opens again here, off the JS thread (./open-files.js).
       const opening = this.o.host.files?.use(this);
       if (opening) await opening;
-      await this.input.wait();
+      if (this.input.busy) await this.input.wait();
       this.#turns.check();
       // Sockets accepted (and sends made) inside the event know their object.
       const result = await actorContext.run(this, () => body(this.#instance));
-      await this.output.wait();
+      if (this.output.busy || this.output.broken !== null) await this.output.wait();
       return result;
     } finally {
       if (--this.#events === 0) this.o.host.residents?.rest(this);

@@ -24,12 +24,12 @@ class InputGate {
   #held = 0;
   #owner = null;
 
-  /** Resolves when an event may start: at once unless a critical section holds the gate. */
   /** Whether an event holds the gate, or one waits for it. */
   get busy() {
     return this.#held > 0 || this.#waiting.length > 0;
   }
 
+  /** Resolves when an event may start: at once unless a critical section holds the gate. */
   wait() {
     if (this.#held === 0 && this.#waiting.length === 0) return Promise.resolve();
     return new Promise((resolve) => {
