@@ -18,6 +18,23 @@ function markObjectStub(stub) {
   return stub;
 }
 
+/** RpcPromises and RpcProperties (./rpc.js), by the name workerd's serializer refuses them with. */
+const pipelines = new WeakMap();
+
+/**
+ * @param {Function} v an RpcPromise or a stub's member: refused as a value, as workerd refuses it
+ * @param {'RpcPromise' | 'RpcProperty'} kind
+ */
+function markPipeline(v, kind) {
+  pipelines.set(v, kind);
+  return v;
+}
+
+/** The DataCloneError workerd's serializer throws for a value of type `name`. */
+function unserializable(name) {
+  return new DOMException(`Could not serialize object of type "${name}". This type does not support serialization.`, 'DataCloneError');
+}
+
 /** Whether a value crosses by reference (a stub is made or it is kept as itself). */
 function byReference(v) {
   return typeof v === 'function' || v instanceof RpcTarget || objectStubs.has(v) || v instanceof ReadableStream || v instanceof WritableStream || v instanceof Request || v instanceof Response;
@@ -70,7 +87,7 @@ function containerKind(v) {
   if (v instanceof Set) return 'set';
   if (v instanceof Date || v instanceof RegExp || v instanceof Error || types.isArrayBuffer(v) || types.isSharedArrayBuffer(v) || ArrayBuffer.isView(v) || types.isBoxedPrimitive(v)) return null;
   const name = typeof proto?.constructor === 'function' && proto.constructor.name ? proto.constructor.name : 'Object';
-  throw new DOMException(`Could not serialize object of type "${name}". This type does not support serialization.`, 'DataCloneError');
+  throw unserializable(name);
 }
 
 /**
@@ -81,6 +98,7 @@ function containerKind(v) {
  * @param {Map<object, unknown>} memo
  */
 function copyOf(v, stubOf, memo = new Map()) {
+  if (pipelines.has(v)) throw unserializable(pipelines.get(v));
   if (typeof v === 'function' || v instanceof RpcTarget) return stubOf(v);
   if (typeof v === 'symbol') return structuredClone(v); // throws, as for a symbol anywhere else
   if (typeof v !== 'object' || v === null) return v;
@@ -123,4 +141,28 @@ function own(o, k, x) {
   else o[k] = x;
 }
 
-module.exports = { RpcTarget, markObjectStub, byReference, hasReferences, copyOf };
+/** Standard error classes a copy keeps (as the structured clone of an error does). */
+const ERRORS = [TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError];
+
+/**
+ * What the caller of an RPC call catches for `err` thrown on the other side:
+ * a copy, as workerd's is (its standard class or Error, message, stack, its
+ * own enumerable properties), marked `remote: true`, with `durableObjectId`
+ * when it was thrown inside an object. A thrown value that is not an error
+ * is left as it is.
+ * @param {unknown} err
+ * @param {{ id: { toString(): string } } | null} owner the object it was thrown in
+ */
+function remoteError(err, owner) {
+  if (!(err instanceof Error)) return err;
+  let copy;
+  if (err instanceof DOMException) copy = new DOMException(err.message, err.name);
+  else copy = new (ERRORS.find((E) => err instanceof E) ?? Error)(err.message);
+  Object.defineProperty(copy, 'stack', { value: err.stack, writable: true, configurable: true });
+  for (const k of Object.keys(err)) if (k !== 'durableObjectId' && k !== 'remote') own(copy, k, err[k]);
+  if (owner !== null) copy.durableObjectId = owner.id.toString();
+  copy.remote = true;
+  return copy;
+}
+
+module.exports = { RpcTarget, markObjectStub, markPipeline, byReference, hasReferences, copyOf, remoteError };

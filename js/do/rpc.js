@@ -15,7 +15,7 @@
 // probe's RPC scenarios (__test__/fixtures/do-probe-rpc.mjs).
 
 const { actorContext } = require('./websocket');
-const { RpcTarget, markObjectStub, byReference, hasReferences, copyOf } = require('./rpc-values');
+const { RpcTarget, markObjectStub, markPipeline, byReference, hasReferences, copyOf, remoteError } = require('./rpc-values');
 
 const DISPOSED = 'RPC stub used after being disposed.';
 
@@ -100,7 +100,7 @@ function invoke(owner, resolve, args, from) {
     });
   // A call out of an object leaves once the writes it made before are durable (workerd's output gate).
   const out = from !== null && from.output.busy ? from.output.wait().then(run) : run();
-  return out.finally(sent.dispose);
+  return out.then(undefined, (err) => Promise.reject(remoteError(err, owner))).finally(sent.dispose);
 }
 
 /**
@@ -110,7 +110,7 @@ function invoke(owner, resolve, args, from) {
  * @param {string} name
  */
 function read(owner, target, name) {
-  return runIn(owner, async (instance) => reply(await exposed(target(instance), name), owner));
+  return runIn(owner, async (instance) => reply(await exposed(target(instance), name), owner)).then(undefined, (err) => Promise.reject(remoteError(err, owner)));
 }
 
 /**
@@ -210,8 +210,8 @@ function member(state, name) {
  * @param {(args: unknown[]) => Promise<unknown>} call
  * @param {() => Promise<unknown>} get
  */
-function property(call, get) {
-  return new Proxy(function RpcProperty() {}, {
+function property(call, get, kind = 'RpcProperty') {
+  const p = new Proxy(function RpcProperty() {}, {
     get(_, prop) {
       if (prop === 'then') return (ok, fail) => get().then(ok, fail);
       if (prop === 'catch') return (fail) => get().catch(fail);
@@ -225,6 +225,7 @@ function property(call, get) {
       return rpcPromise(call(args));
     },
   });
+  return markPipeline(p, kind);
 }
 
 /**
@@ -241,6 +242,7 @@ function rpcPromise(promise) {
         return r(...args);
       }),
     () => promise,
+    'RpcPromise',
   );
 }
 
