@@ -5,6 +5,7 @@
 const test = require('ava');
 const { tmpDir } = require('../helpers/tmp');
 const { openObjects } = require('../../js/do/host');
+const { limits } = require('../../js/do/actor');
 const { DurableObject } = require('../../js/do/workers-module');
 
 class Probe extends DurableObject {
@@ -295,6 +296,53 @@ test('blockConcurrencyWhile holds the next event until it ends', async (t) => {
   // Sent while the section sleeps: it starts only once the section has written.
   const fast = p.run(`return (await storage.get('x')) ?? 'not yet';`);
   t.deepEqual(await Promise.all([slow, fast]), ['slow', 1]);
+});
+
+const BLOCKED_TOO_LONG = 'A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset.';
+
+/** Cloudflare's 30 s, shortened for a test (serial: the limit is the process's). */
+function shortBlockLimit(t, ms) {
+  const before = limits.blockConcurrencyMs;
+  limits.blockConcurrencyMs = ms;
+  t.teardown(() => {
+    limits.blockConcurrencyMs = before;
+  });
+}
+
+test.serial(
+  "a blockConcurrencyWhile() callback past the limit resets the object: it and each event waiting on it fail with Cloudflare's message; the next event gets a new instance over the same storage",
+  async (t) => {
+    shortBlockLimit(t, 200);
+    const h = await open(t);
+    const p = h.probe();
+    const first = await p.run(`ctx.mark ??= Math.random(); await storage.put('kept', 1); return ctx.mark;`);
+    const started = performance.now();
+    // It outlives the limit, then tries to write: refused, as the object it belonged to is gone.
+    const stuck = p.run(`await ctx.blockConcurrencyWhile(async () => {
+      await new Promise((r) => setTimeout(r, 400));
+      try { await storage.put('late', 1); globalThis.lateWrite = 'written'; } catch (err) { globalThis.lateWrite = err.message; }
+    }); return 'never';`);
+    await new Promise((r) => setTimeout(r, 20));
+    const waiting = p.run(`return 'ran';`);
+    t.is((await t.throwsAsync(stuck)).message, BLOCKED_TOO_LONG);
+    t.is((await t.throwsAsync(waiting)).message, BLOCKED_TOO_LONG);
+    t.true(performance.now() - started >= 190);
+    const [mark, kept] = await p.run(`ctx.mark ??= Math.random(); return [ctx.mark, await storage.get('kept')];`);
+    t.not(mark, first, 'a new instance');
+    t.is(kept, 1);
+    while (globalThis.lateWrite === undefined) await new Promise((r) => setTimeout(r, 20));
+    t.is(globalThis.lateWrite, BLOCKED_TOO_LONG);
+    t.is(await p.run(`return storage.get('late');`), undefined);
+  },
+);
+
+test.serial('a cycle through blockConcurrencyWhile() (a callback that calls back into the blocked object) ends at the limit, as on Cloudflare, rather than hanging', async (t) => {
+  shortBlockLimit(t, 200);
+  const h = await open(t);
+  const p = h.probe();
+  const cycle = p.run(`await ctx.blockConcurrencyWhile(() => args[0]()); return 'never';`, () => p.run(`return 'inner';`));
+  t.is((await t.throwsAsync(cycle)).message, BLOCKED_TOO_LONG);
+  t.is(await p.run(`return 'after';`), 'after');
 });
 
 test('RPC refuses reserved and missing methods with workerd messages', async (t) => {

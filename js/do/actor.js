@@ -15,6 +15,13 @@ const { Response: WorkerdResponse } = require('./response');
 const { DurableError, codes } = require('../api/errors');
 const { invoke, read, method, here } = require('./rpc');
 const { pendingTimers } = require('./timers');
+// The host's own timer (./timers.js counts an object's global ones).
+const { setTimeout, clearTimeout } = require('node:timers');
+
+/** How long a `blockConcurrencyWhile()` callback may run before its object is reset: Cloudflare's 30 s (a test shortens it). */
+const limits = { blockConcurrencyMs: 30_000 };
+/** Cloudflare's message for it. */
+const BLOCKED_TOO_LONG = 'A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset.';
 
 /** Methods Cloudflare keeps for the runtime: not callable over RPC. */
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
@@ -79,10 +86,20 @@ class DurableObjectState {
    * @param {() => Promise<T>} fn
    */
   blockConcurrencyWhile(fn) {
-    return this.#actor.input.blockConcurrencyWhile(fn).catch((err) => {
-      this.#actor.break(err);
-      throw err;
+    // Past the limit the object is reset, as on Cloudflare: the callback is
+    // left to itself (Node cannot stop it; its storage is refused from then
+    // on), and every event waiting on the gate fails with the same error.
+    let timer;
+    const tooLong = new Promise((_, reject) => {
+      // Ref'd: a process with nothing else to do still sees the reset.
+      timer = setTimeout(() => reject(new Error(BLOCKED_TOO_LONG)), limits.blockConcurrencyMs);
     });
+    return Promise.race([this.#actor.input.blockConcurrencyWhile(fn), tooLong])
+      .finally(() => clearTimeout(timer))
+      .catch((err) => {
+        this.#actor.break(err);
+        throw err;
+      });
   }
 
   /** @param {Promise<unknown>} p keeps the object from eviction until it settles */
@@ -387,6 +404,7 @@ class Actor {
   }
 
   #broken() {
+    this.input.release();
     this.hibernation.disconnect();
     this.#turns?.abandon();
     try {
@@ -413,4 +431,4 @@ class Actor {
   }
 }
 
-module.exports = { Actor, DurableObjectState };
+module.exports = { Actor, DurableObjectState, limits };

@@ -23,19 +23,31 @@ class InputGate {
   /** Critical sections open (nested ones count). */
   #held = 0;
   #owner = null;
+  /** The object broke: no event waits any more (each finds it broken). */
+  #released = false;
 
   /** Whether an event holds the gate, or one waits for it. */
   get busy() {
-    return this.#held > 0 || this.#waiting.length > 0;
+    return !this.#released && (this.#held > 0 || this.#waiting.length > 0);
   }
 
   /** Resolves when an event may start: at once unless a critical section holds the gate. */
   wait() {
-    if (this.#held === 0 && this.#waiting.length === 0) return Promise.resolve();
+    if (!this.busy) return Promise.resolve();
     return new Promise((resolve) => {
       this.#waiting.push(resolve);
       this.#drain();
     });
+  }
+
+  /**
+   * The object broke: every event waiting, and every later one, goes on at
+   * once and finds it broken, even while a critical section that will never
+   * end (the reason it broke) still holds the gate.
+   */
+  release() {
+    this.#released = true;
+    for (const resolve of this.#waiting.splice(0)) resolve();
   }
 
   #drain() {
