@@ -20,7 +20,7 @@ module.exports = [
   { files: ['**/*.mjs', 'js/peek/probes/**/*.js', 'examples/peek/**/*.js'], languageOptions: { sourceType: 'module' } },
   // Code that runs on workerd, or as a Durable Object app on either host.
   {
-    files: ['js/cloudflare/**/*.js', 'examples/cloudflare/**/*.js', '__test__/fixtures/do-*/**/*.mjs', 'bench/fixtures/do-bench/**/*.mjs'],
+    files: ['js/cloudflare/**/*.js', 'examples/cloudflare/**/*.js', '__test__/fixtures/do-*/**/*.mjs', 'bench/fixtures/do-bench/**/*.mjs', 'examples/polls/**/*.mjs'],
     languageOptions: { globals: { ...globals.serviceworker, WebSocketPair: 'readonly' } },
   },
 ];

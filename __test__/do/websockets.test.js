@@ -105,6 +105,20 @@ test('in memory: a pair is two linked ends; sends before accept() are refused, w
   t.throws(() => b.serializeAttachment('x'.repeat(20_000)), { instanceOf: RangeError, message: /^A WebSocket 'attachment' cannot be larger than 16384 bytes\.'attachment' was \d+ bytes\.$/ });
 });
 
+test('in memory: what was held reaches listeners added right after accept(), in order, before what arrives later', async (t) => {
+  const { 0: a, 1: b } = new WebSocketPair();
+  b.accept();
+  b.send('one');
+  b.send('two');
+  await sleep(10);
+  const got = [];
+  a.accept();
+  a.addEventListener('message', (ev) => got.push(ev.data));
+  b.send('three');
+  await sleep(10);
+  t.deepEqual(got, ['one', 'two', 'three']);
+});
+
 test('flow control: a network socket is paused while more than HIGH of its messages wait for the object, and resumed once they are handled', async (t) => {
   const { couple, HIGH } = require('../../js/do/upgrade');
   const wss = new WS.WebSocketServer({ port: 0, host: '127.0.0.1' });

@@ -12,7 +12,9 @@
 //   the peer sees an abnormal close (1006).
 // * What arrives at an end owned by an object is delivered as one of that
 //   object's events, through its input gate (Actor.event).
-// * Messages that arrive before `accept()` are held and delivered after it.
+// * Messages that arrive before `accept()` are held and delivered after it,
+//   to the listeners added right after it (what an object sends before its
+//   101 reaches the client).
 // * Sockets are ordinary extensible objects (partyserver assigns onto them);
 //   internal state lives behind a symbol.
 //
@@ -84,7 +86,8 @@ class WebSocket extends EventTarget {
         // Set by accept()/acceptWebSocket(), not here: the client end of a
         // pair made inside an object is handed out, not owned by it.
         actor: null,
-        held: [], // arrived before accept()
+        held: [], // arrived before accept(), or while those are being delivered
+        flushing: false,
         out: Promise.resolve(), // this end's sends, in order, each after the output gate
         closeSent: false,
         attachment: null,
@@ -239,7 +242,7 @@ class WebSocket extends EventTarget {
       }
       s.ready = CLOSED;
     }
-    if (!s.accepted && s.hib === null) {
+    if ((!s.accepted && s.hib === null) || s.flushing) {
       return new Promise((resolve) => s.held.push({ m, resolve }));
     }
     return deliver(this, m);
@@ -269,12 +272,24 @@ function report(ws, line) {
   else process.stderr.write(`durable-workers: ${line}\n`);
 }
 
-/** Delivers what arrived before accept(), in order. */
+/**
+ * Delivers what arrived before accept(), in order, once the code that
+ * accepted has run on (it adds its listeners right after `accept()`, as
+ * workerd dispatches from its event loop); what arrives meanwhile waits
+ * behind it.
+ */
 function flushHeld(ws) {
   const s = ws[kState];
-  const held = s.held;
-  s.held = [];
-  for (const { m, resolve } of held) deliver(ws, m).then(resolve);
+  if (s.held.length === 0 || s.flushing) return;
+  s.flushing = true;
+  queueMicrotask(() => {
+    while (s.held.length > 0) {
+      const held = s.held;
+      s.held = [];
+      for (const { m, resolve } of held) deliver(ws, m).then(resolve);
+    }
+    s.flushing = false;
+  });
 }
 
 /** One arrival as an event: of the owning object (through its input gate) if there is one. */
