@@ -1,12 +1,15 @@
 'use strict';
 // examples/polls, served as its README says: a poll made, votes counted and
 // changed, a live view over a hibernating WebSocket, bad input refused, the
-// closing alarm, and every acknowledged vote back after a SIGKILL.
+// closing alarm, and every acknowledged vote back after a SIGKILL; the same
+// steps on local workerd, the reference.
 const test = require('ava');
 const path = require('node:path');
 const WebSocket = require('ws');
 const { tmpDir } = require('../helpers/tmp');
 const { startServe } = require('../helpers/serve-cli');
+const { buildRawWorkerd } = require('../../js/cloudflare/raw');
+const { startWorkerd, freePort } = require('../../js/cloudflare/process');
 
 const EXAMPLE = path.join(__dirname, '..', '..', 'examples', 'polls');
 
@@ -36,15 +39,14 @@ function nextMessage(ws, ok = () => true) {
   });
 }
 
-test('examples/polls: votes, a live view, refusals, the closing alarm, and every acknowledged vote after a SIGKILL', async (t) => {
-  const dir = tmpDir(t);
-  const s = await serveExample(t, dir);
-  const poll = `${s.url}/polls/lunch`;
-
+/** The README's steps against a served copy of the example at `url`. */
+async function flow(t, url) {
+  const poll = `${url}/polls/lunch`;
   t.deepEqual(await post(poll, { options: ['soup', 'salad'] }), { status: 200, body: { options: ['soup', 'salad'], tally: { soup: 0, salad: 0 }, closed: false } });
   t.is((await post(poll, 'not json')).status, 400);
-  t.is((await post(`${s.url}/polls/other`, { options: ['one'] })).status, 400);
+  t.is((await post(`${url}/polls/other`, { options: ['one'] })).status, 400);
 
+  // The object sends the tally as it accepts the socket, before its 101.
   const ws = new WebSocket(`${poll.replace('http', 'ws')}/live`);
   t.teardown(() => ws.terminate());
   const first = nextMessage(ws);
@@ -62,10 +64,32 @@ test('examples/polls: votes, a live view, refusals, the closing alarm, and every
   t.is((await post(`${poll}/close-in`, { seconds: 0.3 })).status, 200);
   t.deepEqual((await closed).tally, { soup: 1, salad: 1 });
   t.deepEqual(await post(`${poll}/vote`, { voter: 'di', option: 'soup' }), { status: 409, body: { error: 'the poll is closed' } });
+}
 
+test("examples/polls on durable-workers serve: the README's steps, and every acknowledged vote after a SIGKILL", async (t) => {
+  const dir = tmpDir(t);
+  const s = await serveExample(t, dir);
+  await flow(t, s.url);
   s.child.kill('SIGKILL');
   await s.exited;
   const again = await serveExample(t, dir);
   const res = await fetch(`${again.url}/polls/lunch`);
   t.deepEqual(await res.json(), { options: ['soup', 'salad'], tally: { soup: 1, salad: 1 }, closed: true });
+});
+
+test('examples/polls on local workerd: the same steps give the same answers (the reference)', async (t) => {
+  const dir = tmpDir(t);
+  const port = await freePort();
+  const { config } = await buildRawWorkerd({
+    entry: path.join(EXAMPLE, 'src', 'index.mjs'),
+    objects: [{ binding: 'POLLS', className: 'Poll', sql: true }],
+    name: 'polls',
+    vars: { MAX_OPTIONS: 8 },
+    outDir: path.join(dir, 'build'),
+    dataDir: path.join(dir, 'data'),
+    port,
+  });
+  const w = await startWorkerd({ config, port });
+  t.teardown(() => w.stop());
+  await flow(t, `http://127.0.0.1:${port}`);
 });
