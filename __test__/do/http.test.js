@@ -24,11 +24,13 @@ test('a path follows the Host as it is: a target starting with // stays a path o
   t.is(urlOf('/p', '[::1]:8787'), 'http://[::1]:8787/p');
 });
 
-test('without a Host the server origin is used; an absolute target or an unusual Host is resolved', (t) => {
+test('without a Host the server origin is used; an unusual Host is parsed down to its origin; an absolute target is resolved', (t) => {
   t.is(urlOf('/p', undefined), `${ORIGIN}/p`);
   t.is(urlOf('http://other.example/y', 'example.com'), 'http://other.example/y');
   t.is(urlOf('/p', 'example.com/x?'), 'http://example.com/p');
-  t.throws(() => urlOf('/p', 'user@example.com'), { instanceOf: TypeError });
+  t.is(urlOf('/p', 'user@example.com'), 'http://example.com/p');
+  t.is(urlOf('//evil.example/p', 'bücher.de'), 'http://xn--bcher-kva.de//evil.example/p', 'a Host parsed to its origin still keeps // a path');
+  t.is(urlOf('*', 'example.com'), 'http://example.com/*');
 });
 
 test('headers arrive as sent: repeated ones joined in order, Host kept', (t) => {

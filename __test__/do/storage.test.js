@@ -336,6 +336,19 @@ test.serial(
   },
 );
 
+test.serial("the blockConcurrencyWhile() limit counts a callback's own time, not its wait for the gate", async (t) => {
+  shortBlockLimit(t, 300);
+  const h = await open(t);
+  const p = h.probe();
+  // Each runs 200 ms; the second waits 200 ms for the first before it starts: 400 ms from its call.
+  const two = await p.run(`
+    const section = () => ctx.blockConcurrencyWhile(() => new Promise((r) => setTimeout(r, 200)));
+    await Promise.all([section(), section()]);
+    return 'both done';
+  `);
+  t.is(two, 'both done');
+});
+
 test.serial('a cycle through blockConcurrencyWhile() (a callback that calls back into the blocked object) ends at the limit, as on Cloudflare, rather than hanging', async (t) => {
   shortBlockLimit(t, 200);
   const h = await open(t);

@@ -985,7 +985,7 @@ function probeCases(test, start, { known = {} } = {}) {
         ["a stub's member as an argument", threw('DataCloneError', 'Could not serialize object of type "RpcProperty". This type does not support serialization.')],
         [
           'an error a method throws reaches the caller as a copy: its own properties',
-          ok([false, true, 'RangeError', 'failed with a code', 'E_PROBE', ['code', 'durableObjectId', 'remote'], true, true]),
+          ok([false, true, 'RangeError', 'failed with a code', 'E_PROBE', ['cause', 'code', 'durableObjectId', 'remote'], true, true, 'the cause']),
         ],
         ["an error an RpcTarget's method throws, as the caller catches it", ok([true, 'counter at 6 failed', ['durableObjectId', 'remote'], true, true])],
         ["an error a Worker's callback throws, as the object catches it", ok([true, 'cb', ['code', 'remote'], 'E_CB', true])],

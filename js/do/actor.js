@@ -15,8 +15,6 @@ const { Response: WorkerdResponse } = require('./response');
 const { DurableError, codes } = require('../api/errors');
 const { invoke, read, method, here } = require('./rpc');
 const { pendingTimers } = require('./timers');
-// The host's own timer (./timers.js counts an object's global ones).
-const { setTimeout, clearTimeout } = require('node:timers');
 
 /** How long a `blockConcurrencyWhile()` callback may run before its object is reset: Cloudflare's 30 s (a test shortens it). */
 const limits = { blockConcurrencyMs: 30_000 };
@@ -89,17 +87,15 @@ class DurableObjectState {
     // Past the limit the object is reset, as on Cloudflare: the callback is
     // left to itself (Node cannot stop it; its storage is refused from then
     // on), and every event waiting on the gate fails with the same error.
-    let timer;
-    const tooLong = new Promise((_, reject) => {
-      // Ref'd: a process with nothing else to do still sees the reset.
-      timer = setTimeout(() => reject(new Error(BLOCKED_TOO_LONG)), limits.blockConcurrencyMs);
+    const limit = { limitMs: limits.blockConcurrencyMs, tooLong: () => new Error(BLOCKED_TOO_LONG) };
+    const done = this.#actor.input.blockConcurrencyWhile(fn, limit).catch((err) => {
+      this.#actor.break(err);
+      throw err;
     });
-    return Promise.race([this.#actor.input.blockConcurrencyWhile(fn), tooLong])
-      .finally(() => clearTimeout(timer))
-      .catch((err) => {
-        this.#actor.break(err);
-        throw err;
-      });
+    // Constructors often do not await it (as on Cloudflare, where a rejection
+    // left unhandled is logged): its failure resets the object either way.
+    done.catch(() => {});
+    return done;
   }
 
   /** @param {Promise<unknown>} p keeps the object from eviction until it settles */
@@ -124,7 +120,7 @@ class DurableObjectState {
 
 class Actor {
   #ready;
-  /** Whether #ready has resolved; events still waiting for it. */
+  /** Whether #ready has resolved; events still waiting for it or for their file to open. */
   #started = false;
   #starting = 0;
   #instance = null;
@@ -223,8 +219,22 @@ class Actor {
       }
       // A parked file opens again here, off the JS thread (./open-files.js).
       const opening = this.o.host.files?.use(this);
-      if (opening) await opening;
-      if (this.input.busy) await this.input.wait();
+      if (opening || this.#starting > 0) {
+        this.#starting++;
+        try {
+          await opening;
+        } finally {
+          this.#starting--;
+        }
+      }
+      const wait = this.input.enter();
+      if (wait !== null) {
+        try {
+          await wait;
+        } finally {
+          this.input.entered();
+        }
+      }
       this.#turns.check();
       // Sockets accepted (and sends made) inside the event know their object.
       const result = await actorContext.run(this, () => body(this.#instance));

@@ -78,20 +78,18 @@ function toRequest(req, o) {
 const PLAIN_HOST = /^[\w.-]+(:\d+)?$|^\[[\da-fA-F:.]+\](:\d+)?$/;
 
 /**
- * The request's URL. A path (the usual request target) follows the Host as
- * it is, as workerd builds it; `//x` stays a path, never a host. Anything
- * else (an absolute URL, `*`, a Host with other characters) is resolved.
+ * The request's URL. A path (the usual request target) follows the origin
+ * the Host names, as workerd builds it: `//x` stays a path, never a host.
+ * Anything else (an absolute URL, `*`) is resolved against that origin.
  * @param {import('node:http').IncomingMessage} req
  * @param {string} origin for a request without a Host header
  */
 function urlOf(req, origin) {
   const target = req.url ?? '/';
   const host = req.headers.host;
-  if (target.startsWith('/')) {
-    if (host === undefined || host === '') return origin + target;
-    if (PLAIN_HOST.test(host)) return `http://${host}${target}`;
-  }
-  return new URL(target, host ? `http://${host}` : origin).href;
+  // A plain name and port as it is; anything else (non-ASCII, a stray path) parsed down to its origin.
+  const base = host === undefined || host === '' ? origin : PLAIN_HOST.test(host) ? `http://${host}` : new URL(`http://${host}`).origin;
+  return target.startsWith('/') ? base + target : new URL(target, base).href;
 }
 
 /**

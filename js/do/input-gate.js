@@ -13,6 +13,8 @@
 // docs/durable-objects-on-node.md.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+// Not the global one, which ./timers.js counts as the object's.
+const { setTimeout, clearTimeout } = require('node:timers');
 
 /** Which critical section the running code belongs to, if any. */
 const section = new AsyncLocalStorage();
@@ -23,21 +25,34 @@ class InputGate {
   /** Critical sections open (nested ones count). */
   #held = 0;
   #owner = null;
+  /** Events let through whose code has not resumed yet: later ones stay behind them. */
+  #entering = 0;
   /** The object broke: no event waits any more (each finds it broken). */
   #released = false;
 
-  /** Whether an event holds the gate, or one waits for it. */
+  /** Whether an event holds the gate, waits for it, or is being let through. */
   get busy() {
-    return !this.#released && (this.#held > 0 || this.#waiting.length > 0);
+    return !this.#released && (this.#held > 0 || this.#waiting.length > 0 || this.#entering > 0);
   }
 
-  /** Resolves when an event may start: at once unless a critical section holds the gate. */
-  wait() {
-    if (!this.busy) return Promise.resolve();
+  /**
+   * How an event gets in: null when it may start now; else a promise to
+   * await, after which it calls `entered()` (from its own code, so that an
+   * event arriving before it has resumed queues behind it).
+   * @returns {Promise<void> | null}
+   */
+  enter() {
+    if (!this.busy) return null;
+    this.#entering++;
     return new Promise((resolve) => {
       this.#waiting.push(resolve);
       this.#drain();
     });
+  }
+
+  /** The event that awaited `enter()` is running. */
+  entered() {
+    this.#entering--;
   }
 
   /**
@@ -57,21 +72,42 @@ class InputGate {
   /**
    * Runs `fn` with no other event starting until it settles. A throw (or
    * rejection) is returned to the caller; the object's host resets it.
+   * With `limitMs`, a callback still running that long after it started
+   * (its wait for the gate not counted) rejects with `tooLong()`, and the
+   * gate is let go.
    * @template T
    * @param {() => T | Promise<T>} fn
+   * @param {{ limitMs: number, tooLong: () => Error }} [limit]
    * @returns {Promise<T>}
    */
-  async blockConcurrencyWhile(fn) {
+  async blockConcurrencyWhile(fn, limit) {
     const mine = section.getStore();
     // Nested inside a section that holds the gate: already exclusive.
     if (mine !== undefined && mine === this.#owner) return fn();
-    await this.wait();
+    const wait = this.enter();
+    if (wait !== null) {
+      try {
+        await wait;
+      } finally {
+        this.entered();
+      }
+    }
     const token = {};
     this.#held++;
     this.#owner = token;
+    let timer;
     try {
-      return await section.run(token, fn);
+      const run = section.run(token, fn);
+      if (limit === undefined) return await run;
+      return await Promise.race([
+        run,
+        new Promise((_, reject) => {
+          // The host's timer, ref'd: a process with nothing else to do still sees the reset.
+          timer = setTimeout(() => reject(limit.tooLong()), limit.limitMs);
+        }),
+      ]);
     } finally {
+      clearTimeout(timer);
       this.#held--;
       this.#owner = null;
       this.#drain();

@@ -14,7 +14,7 @@
 // Why: Node builds a web stream for every body at construction, a third of
 // the CPU of a small answer through `serve` on Node 20 (docs/internals.md).
 // A Worker's answer is mostly a string that `serve` writes as it is
-// (`wholeBody`), and nothing else ever reads it.
+// (`Response.takeWhole`), and nothing else ever reads it.
 
 const { WebSocket } = require('./websocket');
 
@@ -43,10 +43,13 @@ class Response extends NodeResponse {
     const upgrade = init?.status === 101;
     if (upgrade && ws === null) throw new RangeError('Responses with a 101 status must carry a webSocket (new Response(null, { status: 101, webSocket: client })).');
     if (!upgrade && ws !== null) throw new RangeError('Responses with a webSocket must have status 101.');
-    const source = upgrade || NULL_BODY.has(init?.status) ? null : keepable(body);
+    // A null-body status (given as a number or not) takes Node's path, which refuses a body with it.
+    const source = upgrade || (init?.status !== undefined && NULL_BODY.has(Number(init.status))) ? null : keepable(body);
     // Node refuses 101: the head is built as a 200 and reports 101.
     super(source === null ? body : null, upgrade ? { ...init, status: 200 } : init);
     this.#socket = ws;
+    // Statuses the check above cannot see (204.5, 65740: Web IDL makes both 204), refused as Node refuses them.
+    if (source !== null && NULL_BODY.has(super.status)) throw new TypeError(`Response constructor: Invalid response status code ${super.status}`);
     if (source !== null) {
       this.#kept = true;
       this.#source = source;

@@ -147,7 +147,7 @@ const ERRORS = [TypeError, RangeError, SyntaxError, ReferenceError, EvalError, U
 /**
  * What the caller of an RPC call catches for `err` thrown on the other side:
  * a copy, as workerd's is (its standard class or Error, message, stack, its
- * own enumerable properties), marked `remote: true`, with `durableObjectId`
+ * cause and own enumerable properties, each cloned where it can be), marked `remote: true`, with `durableObjectId`
  * when it was thrown inside an object. A thrown value that is not an error
  * is left as it is.
  * @param {unknown} err
@@ -159,10 +159,21 @@ function remoteError(err, owner) {
   if (err instanceof DOMException) copy = new DOMException(err.message, err.name);
   else copy = new (ERRORS.find((E) => err instanceof E) ?? Error)(err.message);
   Object.defineProperty(copy, 'stack', { value: err.stack, writable: true, configurable: true });
-  for (const k of Object.keys(err)) if (k !== 'durableObjectId' && k !== 'remote') own(copy, k, err[k]);
+  // workerd's copy has the cause as an own enumerable property, first.
+  if (Object.hasOwn(err, 'cause')) copy.cause = copied(err.cause);
+  for (const k of Object.keys(err)) if (k !== 'cause' && k !== 'durableObjectId' && k !== 'remote') own(copy, k, copied(err[k]));
   if (owner !== null) copy.durableObjectId = owner.id.toString();
   copy.remote = true;
   return copy;
+}
+
+/** A structured clone of `v` where it has one; `v` itself where not (a function, say). */
+function copied(v) {
+  try {
+    return structuredClone(v);
+  } catch {
+    return v;
+  }
 }
 
 module.exports = { RpcTarget, markObjectStub, markPipeline, byReference, hasReferences, copyOf, remoteError };

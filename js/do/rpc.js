@@ -97,10 +97,11 @@ function invoke(owner, resolve, args, from) {
       const [self, fn] = resolve(instance);
       if (typeof fn !== 'function') throw new TypeError('"(this)" is not a function.');
       return reply(await fn.apply(self, sent.value), owner);
-    });
-  // A call out of an object leaves once the writes it made before are durable (workerd's output gate).
+    }).then(undefined, (err) => Promise.reject(remoteError(err, owner)));
+  // A call out of an object leaves once the writes it made before are durable
+  // (workerd's output gate); that wait's own failure is the caller's, not remote.
   const out = from !== null && from.output.busy ? from.output.wait().then(run) : run();
-  return out.then(undefined, (err) => Promise.reject(remoteError(err, owner))).finally(sent.dispose);
+  return out.finally(sent.dispose);
 }
 
 /**

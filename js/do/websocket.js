@@ -22,6 +22,7 @@
 // is accepted, found with an AsyncLocalStorage that Actor.event enters.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const { setImmediate } = require('node:timers');
 const { serialize, decode } = require('./storage-values');
 
 /** The Actor whose event (or constructor) is running, if any. */
@@ -274,21 +275,24 @@ function report(ws, line) {
 
 /**
  * Delivers what arrived before accept(), in order, once the code that
- * accepted has run on (it adds its listeners right after `accept()`, as
- * workerd dispatches from its event loop); what arrives meanwhile waits
- * behind it.
+ * accepted has run on (it may add its listeners after `accept()`, even after
+ * an await; workerd dispatches from its event loop too); what arrives
+ * meanwhile waits behind it.
  */
 function flushHeld(ws) {
   const s = ws[kState];
   if (s.held.length === 0 || s.flushing) return;
   s.flushing = true;
-  queueMicrotask(() => {
-    while (s.held.length > 0) {
-      const held = s.held;
-      s.held = [];
-      for (const { m, resolve } of held) deliver(ws, m).then(resolve);
+  setImmediate(() => {
+    try {
+      while (s.held.length > 0) {
+        const held = s.held;
+        s.held = [];
+        for (const { m, resolve } of held) deliver(ws, m).then(resolve, resolve);
+      }
+    } finally {
+      s.flushing = false;
     }
-    s.flushing = false;
   });
 }
 
