@@ -39,7 +39,7 @@ export interface ObjectHostOptions {
 
 /** What `serve()` takes. */
 export interface ServeOptions extends ObjectHostOptions {
-  /** The Worker module (`.js` or `.mjs`; `.ts` where Node strips types); default: the config's `main`. */
+  /** The Worker module (`.js`, `.mjs`, or TypeScript `.ts`/`.mts`: compiled with esbuild as Wrangler does, or without it stripped where Node can); default: the config's `main`. */
   entry?: string;
   /** The Wrangler config (`wrangler.json`, `wrangler.jsonc` or `wrangler.toml`); default: searched from `cwd` as Wrangler does. */
   config?: string;

@@ -12,6 +12,8 @@ const path = require('node:path');
 const { tmpDir } = require('../helpers/tmp');
 const { startServe, APP } = require('../helpers/serve-cli');
 const { serve } = require('../../js/do/serve');
+const { importEntry } = require('../../js/do/entry');
+const { registerCloudflareModules } = require('../../js/do/register');
 const { main } = require('../../js/cli');
 
 const ENTRY = path.join(APP, 'src', 'index.mjs');
@@ -185,43 +187,81 @@ test.serial('a bound class the entry does not export is refused with ERR_DURABLE
   t.false(fs.existsSync(path.join(cwd, 'data')), 'nothing opened');
 });
 
-test.serial('a TypeScript entry runs where Node strips types, and is refused naming the Node it needs where it cannot', async (t) => {
+/**
+ * A project whose entry is TypeScript: `src/index.ts` with `body` before its
+ * Counter class, importing `src/step.ts` as `step` says (Wrangler projects
+ * leave the extension out).
+ */
+function tsProject(t, body = [], step = './step') {
   const cwd = project(t, {
     main: 'src/index.ts',
     durable_objects: { bindings: [{ name: 'COUNTER', class_name: 'Counter' }] },
     migrations: [{ tag: 'v1', new_sqlite_classes: ['Counter'] }],
   });
   fs.mkdirSync(path.join(cwd, 'src'));
+  fs.writeFileSync(path.join(cwd, 'src', 'step.ts'), 'export const step = (by: number): number => by * 1;\n');
   fs.writeFileSync(
     path.join(cwd, 'src', 'index.ts'),
     [
       "import { DurableObject } from 'cloudflare:workers';",
+      `import { step } from '${step}';`,
+      ...body,
       'interface Env { COUNTER: { getByName(name: string): { bump(by: number): Promise<number> } } }',
       'export class Counter extends DurableObject {',
       '  bump(by: number): number {',
-      "    const n: number = ((this.ctx.storage.kv.get('n') as number | undefined) ?? 0) + by;",
+      "    const n: number = ((this.ctx.storage.kv.get('n') as number | undefined) ?? 0) + step(by);",
       "    this.ctx.storage.kv.put('n', n);",
       '    return n;',
       '  }',
       '}',
       'export default {',
       '  async fetch(request: Request, env: Env): Promise<Response> {',
-      "    return new Response(String(await env.COUNTER.getByName('a').bump(2)));",
+      "    return new Response(String(await env.COUNTER.getByName('a').bump(TWO)));",
       '  },',
       '};',
       '',
     ].join('\n'),
   );
-  if (!process.features.typescript) {
-    const err = await t.throwsAsync(serve({ cwd, port: 0 }));
-    t.is(err.code, 'ERR_DURABLE_CONFIG');
-    t.regex(err.message, new RegExp(`index\\.ts is TypeScript, and Node ${process.version.replace(/\./g, '\\.')} cannot strip types: use Node 22\\.18`));
-    return;
-  }
+  return cwd;
+}
+
+async function servesTwoThenFour(t, cwd) {
   const s = await serve({ cwd, dir: path.join(cwd, 'data'), port: 0 });
   t.teardown(() => s.close());
   t.is(await (await fetch(`${s.url}/`)).text(), '2');
   t.is(await (await fetch(`${s.url}/`)).text(), '4');
+  t.deepEqual(fs.readdirSync(path.join(cwd, '.wrangler', 'tmp')), [], 'the compiled module is removed once imported');
+}
+
+test.serial('a TypeScript entry runs as Wrangler builds it: compiled with esbuild, an import without its extension resolved', async (t) => {
+  const cwd = tsProject(t, ['const TWO: number = 2;']);
+  await servesTwoThenFour(t, cwd);
+});
+
+test.serial("TypeScript that Node's type stripping refuses (an enum, a parameter property) is compiled too", async (t) => {
+  const cwd = tsProject(t, ['enum Steps { One = 1, Two = 2 }', 'class Holder { constructor(readonly value: number) {} }', 'const TWO = new Holder(Steps.Two).value;']);
+  await servesTwoThenFour(t, cwd);
+});
+
+test.serial('without esbuild a TypeScript entry is imported as it is where Node strips types, and refused naming both ways out where it cannot', async (t) => {
+  const cwd = tsProject(t, ['const TWO: number = 2;'], './step.ts');
+  const entry = path.join(cwd, 'src', 'index.ts');
+  registerCloudflareModules();
+  if (process.features.typescript) {
+    t.is(typeof (await importEntry(entry, cwd, { esbuild: () => null })).Counter, 'function');
+    return;
+  }
+  const err = await t.throwsAsync(importEntry(entry, cwd, { esbuild: () => null }));
+  t.is(err.code, 'ERR_DURABLE_CONFIG');
+  t.regex(err.message, /index\.ts is TypeScript, and Node v[\d.]+ cannot strip types: install esbuild \(npm install --save-dev esbuild\) to compile it, or use Node 22\.18 or later/);
+});
+
+test.serial('a TypeScript entry esbuild cannot compile is refused with its place', async (t) => {
+  const cwd = tsProject(t, ['const TWO: number = ;']);
+  const err = await t.throwsAsync(importEntry(path.join(cwd, 'src', 'index.ts'), cwd));
+  t.is(err.code, 'ERR_DURABLE_CONFIG');
+  t.regex(err.message, /^esbuild could not compile .*index\.ts: .*index\.ts:\d+:\d+: /);
+  t.deepEqual(fs.readdirSync(path.join(cwd, '.wrangler', 'tmp')), [], 'nothing left behind');
 });
 
 test.serial('a second serve on a directory being served exits 3 (ERR_DURABLE_LOCKED)', async (t) => {

@@ -5,7 +5,7 @@
 const test = require('ava');
 const { tmpDir } = require('../helpers/tmp');
 const { openObjects } = require('../../js/do/host');
-const { limits } = require('../../js/do/actor');
+const { limits } = require('../../js/do/state');
 const { DurableObject } = require('../../js/do/workers-module');
 
 class Probe extends DurableObject {

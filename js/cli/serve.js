@@ -19,8 +19,9 @@ ends the process at once (what was acknowledged is on disk either way).
 WebSocket upgrades go to fetch() too: a 101 answer with a webSocket is
 completed, and open sockets are closed with 1001 when the server stops.
 
-  [entry]           the Worker module, .js or .mjs (.ts where Node strips
-                    types); default: "main" in the config
+  [entry]           the Worker module, .js or .mjs, or .ts/.mts (compiled
+                    with esbuild as Wrangler does; without it, stripped
+                    where Node can); default: "main" in the config
   --config <file>   wrangler.json, wrangler.jsonc or wrangler.toml (default:
                     searched from the current directory upwards)
   --dir <dir>       the durable directory the objects live in (default .data)

@@ -5,9 +5,9 @@
 // Guarantees:
 // * Startup refuses, with ERR_DURABLE_CONFIG naming the key, binding or class,
 //   whatever it cannot provide (./config.js), a bound class the entry does not
-//   export, and a TypeScript entry on a Node that cannot strip types. A
-//   directory another process serves is refused with ERR_DURABLE_LOCKED
-//   before the port is taken.
+//   export, and a TypeScript entry with neither type stripping nor esbuild
+//   (./entry.js). A directory another process serves is refused with
+//   ERR_DURABLE_LOCKED before the port is taken.
 // * A response reaches the client only after the object writes it depends
 //   on are durable: that is the objects' output gate (./turns.js); nothing
 //   here answers on an object's behalf or before the app's fetch resolved.
@@ -16,8 +16,9 @@
 //   work (same bound), then closes every object, so every commit that was
 //   started has landed before the directory is released.
 //
-// Mechanism: the entry is `import()`ed after the `cloudflare:workers` hook is
-// registered (./register.js); the module's exported classes go to
+// Mechanism: the entry is imported (./entry.js: TypeScript compiled where
+// Node cannot strip it) after the `cloudflare:workers` hook is registered
+// (./register.js); the module's exported classes go to
 // openObjects (./host.js); the bindings are copied into the `env` that
 // `cloudflare:workers` exports, which is one object per process: two serves
 // in one process share it, the last one started wins (a test concern only).
@@ -32,7 +33,6 @@ const { setTimeout, clearTimeout } = require('node:timers');
 const http = require('node:http');
 const fs = require('node:fs');
 const path = require('node:path');
-const { pathToFileURL } = require('node:url');
 const { DurableError, codes } = require('../api/errors');
 const { loadConfig } = require('./config');
 const { openObjects } = require('./host');
@@ -40,10 +40,10 @@ const { registerCloudflareModules } = require('./register');
 const workers = require('./workers-module');
 const { requestListener, refuseUpgrade, toRequest } = require('./http');
 const { installGlobals } = require('./globals');
+const { importEntry, TS } = require('./entry');
 const { upgradeListener } = require('./upgrade');
 
 const JS = new Set(['.js', '.mjs']);
-const TS = new Set(['.ts', '.mts']);
 
 /**
  * Loads the Wrangler project, opens its Durable Objects and serves its
@@ -72,7 +72,7 @@ async function serve(o = {}) {
   installGlobals();
   let mod;
   try {
-    mod = await import(pathToFileURL(entry).href);
+    mod = await importEntry(entry, path.dirname(config.file));
   } catch (err) {
     if (typeof err?.code === 'string' && err.code.startsWith('ERR_DURABLE_')) throw err;
     throw new Error(`cannot import ${entry}: ${err?.message ?? err}`, { cause: err });
@@ -210,12 +210,8 @@ function entryOf(given, cwd, config) {
   }
   const entry = given === undefined ? config.main : path.resolve(cwd, given);
   const ext = path.extname(entry);
-  if (TS.has(ext)) {
-    if (!process.features.typescript) {
-      throw new DurableError(codes.CONFIG, `${entry} is TypeScript, and Node ${process.version} cannot strip types: use Node 22.18 or later (or 23.6+), or compile it to JavaScript and serve that`);
-    }
-  } else if (!JS.has(ext)) {
-    throw new DurableError(codes.CONFIG, `${entry}: the entry must be an ES module ending in .js or .mjs (or .ts on a Node that strips types)`);
+  if (!JS.has(ext) && !TS.has(ext)) {
+    throw new DurableError(codes.CONFIG, `${entry}: the entry must be an ES module ending in .js or .mjs, or TypeScript ending in .ts or .mts`);
   }
   if (!fs.statSync(entry, { throwIfNoEntry: false })?.isFile()) {
     throw new DurableError(codes.CONFIG, `the entry module ${entry} does not exist${given === undefined ? ` ("main" in ${config.file})` : ''}`);
