@@ -56,7 +56,9 @@ test('a snapshot taken while objects write holds each write acknowledged before 
       }
     }),
   );
-  await new Promise((r) => setTimeout(r, 300));
+  // Until enough writes are acknowledged to check (300 ms on an idle machine; longer on a loaded one).
+  const waitFrom = Date.now();
+  while (ops.length < 150 && Date.now() - waitFrom < 20_000) await new Promise((r) => setTimeout(r, 20));
   const began = Date.now();
   const report = await h.backup(path.join(root, 'snap'));
   const ended = Date.now();

@@ -337,12 +337,12 @@ test.serial(
 );
 
 test.serial("the blockConcurrencyWhile() limit counts a callback's own time, not its wait for the gate", async (t) => {
-  shortBlockLimit(t, 300);
+  shortBlockLimit(t, 700);
   const h = await open(t);
   const p = h.probe();
-  // Each runs 200 ms; the second waits 200 ms for the first before it starts: 400 ms from its call.
+  // Each runs 400 ms; the second waits 400 ms for the first before it starts: 800 ms from its call.
   const two = await p.run(`
-    const section = () => ctx.blockConcurrencyWhile(() => new Promise((r) => setTimeout(r, 200)));
+    const section = () => ctx.blockConcurrencyWhile(() => new Promise((r) => setTimeout(r, 400)));
     await Promise.all([section(), section()]);
     return 'both done';
   `);
