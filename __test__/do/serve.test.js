@@ -233,10 +233,19 @@ async function servesTwoThenFour(t, cwd) {
   t.deepEqual(fs.readdirSync(path.join(cwd, '.wrangler', 'tmp')), [], 'the compiled module is removed once imported');
 }
 
-test.serial('a TypeScript entry runs as Wrangler builds it: compiled with esbuild, an import without its extension resolved', async (t) => {
-  const cwd = tsProject(t, ['const TWO: number = 2;']);
-  await servesTwoThenFour(t, cwd);
-});
+test.serial(
+  "a TypeScript entry runs as Wrangler builds it: compiled with esbuild, an import without its extension resolved, a package left an import resolved from the project's node_modules",
+  async (t) => {
+    const cwd = tsProject(t, ["import { two } from 'two-pkg';", 'const TWO: number = two;']);
+    const pkg = path.join(cwd, 'node_modules', 'two-pkg');
+    fs.mkdirSync(pkg, { recursive: true });
+    fs.writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: 'two-pkg', type: 'module', exports: './index.js' }));
+    // Compiled in, it would be a copy: left an import, it is this file, once.
+    fs.writeFileSync(path.join(pkg, 'index.js'), 'globalThis.twoPkgLoads = (globalThis.twoPkgLoads ?? 0) + 1;\nexport const two = 2;\n');
+    await servesTwoThenFour(t, cwd);
+    t.is(globalThis.twoPkgLoads, 1);
+  },
+);
 
 test.serial("TypeScript that Node's type stripping refuses (an enum, a parameter property) is compiled too", async (t) => {
   const cwd = tsProject(t, ['enum Steps { One = 1, Two = 2 }', 'class Holder { constructor(readonly value: number) {} }', 'const TWO = new Holder(Steps.Two).value;']);

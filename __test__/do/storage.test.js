@@ -336,6 +336,16 @@ test.serial(
   },
 );
 
+test('a blockConcurrencyWhile() left unawaited that fails resets its object without an unhandled rejection (as on Cloudflare, where one is logged)', async (t) => {
+  // An unhandled rejection would fail this test file (and end a process run with Node's defaults).
+  const h = await open(t);
+  const p = h.probe();
+  // The event it was started in fails with the reset, as a request in flight does on Cloudflare.
+  await t.throwsAsync(p.run(`ctx.mark = 'old'; ctx.blockConcurrencyWhile(async () => { throw new Error('boom'); }); return 'returned';`), { message: 'boom' });
+  await new Promise((r) => setTimeout(r, 50));
+  t.is(await p.run(`return ctx.mark ?? 'a new instance';`), 'a new instance');
+});
+
 test.serial("the blockConcurrencyWhile() limit counts a callback's own time, not its wait for the gate", async (t) => {
   shortBlockLimit(t, 700);
   const h = await open(t);

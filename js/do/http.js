@@ -114,15 +114,18 @@ async function writeResponse(response, res) {
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) head['set-cookie'] = cookies;
   const start = () => res.writeHead(response.status, response.statusText || undefined, head);
-  // A body made from a string or bytes goes out as it was given, with its
-  // length, in one write: no stream is made for it (./response.js).
-  const whole = WorkerdResponse.takeWhole(response);
-  if (whole !== undefined) {
+  /** A body whole in memory: the head with its length, and the body, in one write. */
+  const endWith = (whole) => {
     if (head['content-length'] === undefined && head['transfer-encoding'] === undefined && bodyAllowed(response.status)) {
       head['content-length'] = String(typeof whole === 'string' ? Buffer.byteLength(whole) : whole.byteLength);
     }
     start();
     res.end(whole);
+  };
+  // A body made from a string or bytes goes out as it was given: no stream is made for it (./response.js).
+  const whole = WorkerdResponse.takeWhole(response);
+  if (whole !== undefined) {
+    endWith(whole);
     return;
   }
   const body = response.body;
@@ -160,11 +163,7 @@ async function writeResponse(response, res) {
     next = reader.read();
     const second = await Promise.race([next, soon()]);
     if (second !== SOON && second.done && first.value instanceof Uint8Array) {
-      if (head['content-length'] === undefined && head['transfer-encoding'] === undefined && bodyAllowed(response.status)) {
-        head['content-length'] = String(first.value.byteLength);
-      }
-      start();
-      res.end(first.value);
+      endWith(first.value);
       return;
     }
     start();

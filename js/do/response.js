@@ -26,8 +26,6 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 class Response extends NodeResponse {
   /** The client end of the pair, for a 101; null otherwise. */
   #socket = null;
-  /** Whether the body was kept whole: then the members below serve it. */
-  #kept = false;
   /** The body as given (a string, or a copy of the bytes) until something asks for it. */
   #source = null;
   /** The Node Response holding the body from then on. */
@@ -51,7 +49,6 @@ class Response extends NodeResponse {
     // Statuses the check above cannot see (204.5, 65740: Web IDL makes both 204), refused as Node refuses them.
     if (source !== null && NULL_BODY.has(super.status)) throw new TypeError(`Response constructor: Invalid response status code ${super.status}`);
     if (source !== null) {
-      this.#kept = true;
       this.#source = source;
       // What Node's body extraction sets for a string, unless given.
       if (typeof source === 'string' && !this.headers.has('content-type')) this.headers.set('content-type', 'text/plain;charset=UTF-8');
@@ -73,45 +70,49 @@ class Response extends NodeResponse {
   }
 
   get body() {
-    return this.#kept ? this.#held().body : super.body;
+    return this.#kept() ? this.#held().body : super.body;
   }
 
   get bodyUsed() {
-    return this.#kept ? this.#inner !== null && this.#inner.bodyUsed : super.bodyUsed;
+    return this.#kept() ? this.#inner !== null && this.#inner.bodyUsed : super.bodyUsed;
   }
 
   text() {
-    return this.#kept ? this.#held().text() : super.text();
+    return this.#kept() ? this.#held().text() : super.text();
   }
 
   json() {
-    return this.#kept ? this.#held().json() : super.json();
+    return this.#kept() ? this.#held().json() : super.json();
   }
 
   arrayBuffer() {
-    return this.#kept ? this.#held().arrayBuffer() : super.arrayBuffer();
+    return this.#kept() ? this.#held().arrayBuffer() : super.arrayBuffer();
   }
 
   bytes() {
-    return this.#kept ? this.#held().bytes() : super.bytes();
+    return this.#kept() ? this.#held().bytes() : super.bytes();
   }
 
   blob() {
-    return this.#kept ? this.#typed().blob() : super.blob();
+    return this.#kept() ? this.#typed().blob() : super.blob();
   }
 
   formData() {
-    return this.#kept ? this.#typed().formData() : super.formData();
+    return this.#kept() ? this.#typed().formData() : super.formData();
   }
 
   clone() {
-    if (!this.#kept) return super.clone();
+    if (!this.#kept()) return super.clone();
     if (this.bodyUsed) throw new TypeError('Response.clone: Body has already been consumed.');
     const copy = new Response(null, { status: super.status, statusText: this.statusText, headers: this.headers });
-    copy.#kept = true;
     if (this.#inner === null) copy.#source = this.#source;
     else copy.#inner = this.#inner.clone();
     return copy;
+  }
+
+  /** Whether the body was kept whole (given, or handed on since): then the members here serve it. */
+  #kept() {
+    return this.#source !== null || this.#inner !== null;
   }
 
   /** The Node Response that holds the body from its first use on. */
@@ -155,7 +156,7 @@ class Response extends NodeResponse {
 
   /** Whether `response` is one whose body is kept whole and still unread (nothing streams from it). */
   static isWhole(response) {
-    return typeof response === 'object' && response !== null && #kept in response && response.#kept && response.#inner === null;
+    return typeof response === 'object' && response !== null && #source in response && response.#source !== null;
   }
 
   // Responses Node makes itself (fetch(), Response.json()) are Node's class.
