@@ -92,6 +92,52 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Makes a worker file's directory, `<dir>/<class>/<xx>` ([`layout::worker_path`]),
+/// durable. The first time one of a class's directories is missing, all 256
+/// are made and their parent synced once for them all: made one by one as
+/// workers came, each cost a sync of its own, about one in five of a new
+/// class's first thousand workers. Its own entries are synced with the
+/// worker file renamed into it.
+pub fn create_worker_dir(dir: &Path) -> Result<()> {
+    static MAKING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let _making = MAKING.lock();
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let Some(class) = dir.parent() else {
+        return create_dirs_synced(dir);
+    };
+    create_dirs_synced(class)?;
+    for fan in 0..=u8::MAX {
+        let d = class.join(format!("{fan:02x}"));
+        match create_private_dir(&d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(format!("create {}", d.display()), e)),
+        }
+    }
+    if !dir.is_dir() {
+        // Not one of the 256 (a layout this code did not make): alone.
+        create_dirs_synced(dir)?;
+    }
+    sync_dir(class)
+}
+
+/// `mkdir` with mode [`layout::DIR_MODE`].
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().mode(layout::DIR_MODE).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir(dir)
+}
+
 /// `create_dir_all`, each directory it makes created with mode
 /// [`layout::DIR_MODE`] (the umask can only take more away); the ones that
 /// exist are left as they are.
@@ -145,4 +191,32 @@ pub fn read_exact_at(file: &fs::File, mut buf: &mut [u8], mut offset: u64) -> st
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_gets_all_its_worker_directories_at_once() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let path = layout::worker_path(&tmp.path().join("data"), "Cart", "a");
+        let dir = path.parent().ok_or(Error::Closed)?;
+        create_worker_dir(dir)?;
+        let class = tmp.path().join("data/Cart");
+        let made = fs::read_dir(&class)
+            .map_err(|e| Error::io("read_dir", e))?
+            .count();
+        assert_eq!(made, 256);
+        assert!(dir.is_dir());
+        // Again, and with one of them gone: made again, the rest left alone.
+        fs::remove_dir(class.join("7f")).map_err(|e| Error::io("rmdir", e))?;
+        create_worker_dir(dir)?;
+        create_worker_dir(&class.join("7f"))?;
+        assert!(class.join("7f").is_dir());
+        // A directory outside the fan-out is still made.
+        create_worker_dir(&class.join("odd"))?;
+        assert!(class.join("odd").is_dir());
+        Ok(())
+    }
 }

@@ -31,7 +31,7 @@ use rusqlite::{params, Connection, OptionalExtension, MAIN_DB};
 use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
 use crate::error::{Error, Result};
-use crate::files::{create_dirs_synced, remove_sidecars, sync_dir};
+use crate::files::{create_worker_dir, remove_sidecars, sync_dir};
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
@@ -225,7 +225,7 @@ impl WorkerFile {
             path: path.to_path_buf(),
             detail: "a worker path has a directory".into(),
         })?;
-        create_dirs_synced(parent)?;
+        create_worker_dir(parent)?;
         let image =
             build(class, id, schema, batch).map_err(|e| Error::sqlite("create worker", path, e))?;
         let mut tmp = path.as_os_str().to_owned();
@@ -569,7 +569,7 @@ fn check_format(conn: &Connection, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::remove_files;
+    use crate::files::{create_dirs_synced, remove_files};
     use crate::layout;
 
     const NONE: Schema = Schema {
