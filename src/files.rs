@@ -92,12 +92,12 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes a worker file's directory, `<dir>/<class>/<xx>` ([`layout::worker_path`]),
-/// durable. The first time one of a class's directories is missing, all 256
-/// are made and their parent synced once for them all: made one by one as
-/// workers came, each cost a sync of its own, about one in five of a new
-/// class's first thousand workers. Its own entries are synced with the
-/// worker file renamed into it.
+/// Makes the directory of a worker's or an object's file durable:
+/// `<dir>/<class>/<xx>` ([`layout::worker_path`]). The first time one of a
+/// class's directories is missing, all 256 are made and their parent synced
+/// once for them all: made one by one as workers came, each cost a sync of
+/// its own, about one in five of a new class's first thousand workers. Its
+/// own entries are synced with the file renamed into it.
 pub fn create_worker_dir(dir: &Path) -> Result<()> {
     static MAKING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
     if dir.is_dir() {

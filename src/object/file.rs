@@ -24,7 +24,7 @@ use super::kv::AlarmCache;
 use super::stmt::StmtCache;
 use crate::cache;
 use crate::error::{Error, Result};
-use crate::files::create_dirs_synced;
+use crate::files::create_worker_dir;
 use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 
@@ -259,7 +259,7 @@ impl ObjectFile {
             path: path.to_path_buf(),
             detail: "an object path has a directory".into(),
         })?;
-        create_dirs_synced(parent)?;
+        create_worker_dir(parent)?;
         let image = empty_image(id).map_err(|e| Error::sqlite("create object", path, e))?;
         // A log without its database (a creation cut short) must not be
         // replayed into the new file.
