@@ -452,9 +452,14 @@ impl WorkerFile {
         body: impl FnOnce(&Connection) -> rusqlite::Result<()>,
     ) -> Result<()> {
         let c = &self.conn;
-        c.execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| Error::sqlite(what, &self.path, e))?;
-        match body(c).and_then(|()| c.execute_batch("COMMIT")) {
+        // Cached, not parsed again for every commit.
+        let run = |sql: &str| {
+            c.prepare_cached(sql)
+                .and_then(|mut s| s.execute([]))
+                .map(drop)
+        };
+        run("BEGIN IMMEDIATE").map_err(|e| Error::sqlite(what, &self.path, e))?;
+        match body(c).and_then(|()| run("COMMIT")) {
             Ok(()) => Ok(()),
             Err(e) => {
                 // The transaction may already be gone (a failed COMMIT rolls back

@@ -19,9 +19,17 @@
 // whole length (the storage core times every sync and declines, see
 // NativeWorker.writeInline; it makes none before it has timed one). Nor a
 // bulk write, whose transaction alone would hold the loop (the caller says,
-// runtime/live.js). Each such write also lets the loop turn once before the
-// next can be made, so a caller writing in a loop never starves timers or
-// sockets.
+// runtime/live.js). One write does not wait for the turn's end: the next
+// write of the worker whose commit was just made on the JS thread, before
+// the loop turns again (a serial caller). The turn it would wait for is the
+// next one, and the turn that made that commit has already run its timers
+// and sockets; another worker's write meanwhile waits as usual, and sends
+// both to the threads. The loop turns at least every millisecond of such
+// writes (`HOT_MS`), so a caller writing in a loop never starves timers or
+// sockets for longer.
+
+/** How long a serial caller's writes are made at once before the loop is let turn (ms). */
+const HOT_MS = 1;
 
 class Commits {
   /** @type {Map<number, { resolve: (report: unknown[]) => void, reject: (err: Error) => void }>} */
@@ -30,6 +38,12 @@ class Commits {
   #keepAlive;
   /** A write waiting for the end of the turn to be made on the JS thread, if it is still alone then. */
   #alone = null;
+  /** The worker whose write was last made on the JS thread, until the loop turns; and since when. */
+  #hot = null;
+  #hotSince = 0;
+  #turned = () => {
+    this.#hot = null;
+  };
 
   constructor() {
     this.#keepAlive = setInterval(() => {}, 2 ** 30);
@@ -97,16 +111,21 @@ class Commits {
    *   took, or -1 when it could not and handed the write to a commit thread under `id` instead
    * @param {() => boolean} small whether the write is small enough to be made on the JS thread (asked
    *   only when it is alone: under load no commit pays for measuring itself)
+   * @param {object} [owner] the worker writing: its next write after one made on the JS thread, before
+   *   the loop turns, is made at once
    * @returns {Promise<[number, string, string, number, number]>}
    */
-  write(start, small) {
+  write(start, small, owner) {
     const alone = this.#alone;
     if (alone !== null) {
       this.#alone = null;
       this.#handOff(alone);
     } else if (this.#waiting.size === 0 && small()) {
+      if (owner !== undefined && owner === this.#hot && performance.now() - this.#hotSince < HOT_MS) {
+        return new Promise((resolve, reject) => this.#made({ start, resolve, reject, owner }));
+      }
       return new Promise((resolve, reject) => {
-        const w = { start, resolve, reject };
+        const w = { start, resolve, reject, owner };
         this.#alone = w;
         setImmediate(() => this.#inline(w));
       });
@@ -129,6 +148,11 @@ class Commits {
     this.#alone = null;
     // Something else was handed to a commit thread since (a close).
     if (this.#waiting.size !== 0) return this.#handOff(w);
+    this.#made(w);
+  }
+
+  /** Makes `w` on the JS thread (or hands it over, when the native side declines). */
+  #made(w) {
     const id = this.#id();
     let us;
     try {
@@ -137,6 +161,13 @@ class Commits {
       return w.reject(err);
     }
     if (us < 0) return this.#wait(id, w.resolve, w.reject);
+    if (w.owner !== undefined) {
+      if (this.#hot === null) {
+        this.#hotSince = performance.now();
+        setImmediate(this.#turned);
+      }
+      this.#hot = w.owner;
+    }
     w.resolve([id, '', '', 0, Math.round(us)]);
   }
 

@@ -57,6 +57,7 @@ function workerStorage(host, className, id, native, takeTrace) {
             commits.write(
               (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
               () => inlineable(changes),
+              native,
             );
     return tracedCommit(className, id, changes, trace, from, commitTime, submit);
   };
