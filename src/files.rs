@@ -97,13 +97,19 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
 /// class's directories is missing, all 256 are made and their parent synced
 /// once for them all: made one by one as workers came, each cost a sync of
 /// its own, about one in five of a new class's first thousand workers. Its
-/// own entries are synced with the file renamed into it.
+/// own entries are synced with the file renamed into it. A creation that
+/// finds its directory while the 256 are being made waits until they are
+/// synced: otherwise its file could be acknowledged in a directory whose
+/// name a power cut may still lose.
 pub fn create_worker_dir(dir: &Path) -> Result<()> {
-    static MAKING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
-    if dir.is_dir() {
-        return Ok(());
+    static MAKING: parking_lot::RwLock<()> = parking_lot::RwLock::new(());
+    {
+        let _looking = MAKING.read();
+        if dir.is_dir() {
+            return Ok(());
+        }
     }
-    let _making = MAKING.lock();
+    let _making = MAKING.write();
     if dir.is_dir() {
         return Ok(());
     }
