@@ -93,14 +93,15 @@ pub fn create_dirs_synced(dir: &Path) -> Result<()> {
 }
 
 /// Makes the directory of a worker's or an object's file durable:
-/// `<dir>/<class>/<xx>` ([`layout::worker_path`]). The first time one of a
-/// class's directories is missing, all 256 are made and their parent synced
-/// once for them all: made one by one as workers came, each cost a sync of
-/// its own, about one in five of a new class's first thousand workers. Its
-/// own entries are synced with the file renamed into it. A creation that
-/// finds its directory while the 256 are being made waits until they are
-/// synced: otherwise its file could be acknowledged in a directory whose
-/// name a power cut may still lose.
+/// `<dir>/<class>/<xx>` ([`layout::worker_path`]). A class's first
+/// directory is made alone, so that its first worker costs no more than
+/// before; the next time one is missing, all 256 are made and their parent
+/// synced once for them all: made one by one as workers came, each cost a
+/// sync of its own, about one in five of a new class's first thousand
+/// workers. A directory's own entries are synced with the file renamed into
+/// it. A creation that finds its directory while the 256 are being made
+/// waits until they are synced: otherwise its file could be acknowledged in
+/// a directory whose name a power cut may still lose.
 pub fn create_worker_dir(dir: &Path) -> Result<()> {
     static MAKING: parking_lot::RwLock<()> = parking_lot::RwLock::new(());
     {
@@ -113,10 +114,10 @@ pub fn create_worker_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    let Some(class) = dir.parent() else {
-        return create_dirs_synced(dir);
+    let class = match dir.parent() {
+        Some(class) if class.is_dir() => class,
+        _ => return create_dirs_synced(dir),
     };
-    create_dirs_synced(class)?;
     for fan in 0..=u8::MAX {
         let d = class.join(format!("{fan:02x}"));
         match create_private_dir(&d) {
@@ -204,20 +205,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_class_gets_all_its_worker_directories_at_once() -> Result<()> {
+    fn a_class_gets_its_first_directory_alone_and_the_rest_at_its_second() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
-        let path = layout::worker_path(&tmp.path().join("data"), "Cart", "a");
-        let dir = path.parent().ok_or(Error::Closed)?;
-        create_worker_dir(dir)?;
         let class = tmp.path().join("data/Cart");
-        let made = fs::read_dir(&class)
-            .map_err(|e| Error::io("read_dir", e))?
-            .count();
-        assert_eq!(made, 256);
+        let count = || -> Result<usize> {
+            Ok(fs::read_dir(&class)
+                .map_err(|e| Error::io("read_dir", e))?
+                .count())
+        };
+        let dir = class.join("3a");
+        create_worker_dir(&dir)?;
+        assert_eq!(count()?, 1);
+        create_worker_dir(&class.join("c4"))?;
+        assert_eq!(count()?, 256);
         assert!(dir.is_dir());
         // Again, and with one of them gone: made again, the rest left alone.
         fs::remove_dir(class.join("7f")).map_err(|e| Error::io("rmdir", e))?;
-        create_worker_dir(dir)?;
+        create_worker_dir(&dir)?;
         create_worker_dir(&class.join("7f"))?;
         assert!(class.join("7f").is_dir());
         // A directory outside the fan-out is still made.
