@@ -113,6 +113,24 @@ serial('a commit is traced with its counts and timings, attributed to the call w
   t.true(at(c, 'asyncEnd') < at(call, 'asyncStart'));
 });
 
+serial('a serial caller’s commits are each traced, those made at once on the JS thread too', async (t) => {
+  const r = record(t);
+  const host = await openHost(t);
+  const inner = host.get(Inner, 'serial');
+  const before = host.stats();
+  for (let i = 0; i < 50; i++) await inner.write(i);
+  t.is(host.stats().commits - before.commits, 50);
+  const commits = r.of('commit', (c) => c.id === 'serial');
+  t.is(commits.filter((e) => e.phase === 'asyncEnd').length, 50);
+  const calls = r.of('call', (c) => c.id === 'serial' && c.method === 'write');
+  for (const e of commits.filter((e) => e.phase === 'start'))
+    t.true(
+      calls.some((c) => c.ctx === e.ctx.call),
+      'each commit names its call',
+    );
+  t.true(host.stats().commitsInline - before.commitsInline > 0, 'some were made on the JS thread');
+});
+
 serial('an alarm firing is traced with its name, time, attempt and lateness; one that throws publishes error', async (t) => {
   const r = record(t);
   const host = await openHost(t);

@@ -56,6 +56,11 @@ function tracedCommit(className, id, batch, call, waitedFrom, time, submit) {
   );
 }
 
+/** Whether anyone subscribes to the commit channel (then commits go through tracedCommit). */
+function commitsTraced() {
+  return channels.commit.hasSubscribers;
+}
+
 /**
  * Runs one alarm's handler (`run`) as a traced alarm firing, and counts it.
  * On a shard (`port.alarmRan`) the host thread is told instead, and counts
@@ -117,4 +122,4 @@ function tracedSocketEvent(className, id, desc, run) {
   return channels.socket.tracePromise(async () => run(), { class: className, id, event: desc?.type });
 }
 
-module.exports = { tracedCommit, tracedAlarm, alarmRanOnShard, tracedSocketEvent, batchShape };
+module.exports = { tracedCommit, commitsTraced, tracedAlarm, alarmRanOnShard, tracedSocketEvent, batchShape };

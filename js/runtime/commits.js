@@ -59,8 +59,10 @@ class Commits {
       if (w === undefined) return;
       this.#waiting.delete(id);
       if (this.#waiting.size === 0) this.#keepAlive.unref();
-      if (code === '') w.resolve(report);
-      else w.reject(Object.assign(new Error(message), { code }));
+      if (code === '') {
+        w.time?.observe(performance.now() - w.t0);
+        w.resolve(report);
+      } else w.reject(Object.assign(new Error(message), { code }));
     };
   }
 
@@ -70,9 +72,9 @@ class Commits {
     return id;
   }
 
-  #wait(id, resolve, reject) {
+  #wait(id, resolve, reject, time = undefined, t0 = 0) {
     if (this.#waiting.size === 0) this.#keepAlive.ref();
-    this.#waiting.set(id, { resolve, reject });
+    this.#waiting.set(id, { resolve, reject, time, t0 });
   }
 
   /**
@@ -106,31 +108,33 @@ class Commits {
   /**
    * Runs one write, on the JS thread at the end of this turn when it is
    * alone and `small` (see above), else on a commit thread. Settles as
-   * `submit` does.
+   * `submit` does; a write made at once (an `owner`'s, see above) returns
+   * its report itself, landed and synced: nothing is left to wait for.
    * @param {(id: number, inline: boolean) => number} start with `inline`, writes now and returns the µs it
    *   took, or -1 when it could not and handed the write to a commit thread under `id` instead
    * @param {() => boolean} small whether the write is small enough to be made on the JS thread (asked
    *   only when it is alone: under load no commit pays for measuring itself)
    * @param {object} [owner] the worker writing: its next write after one made on the JS thread, before
    *   the loop turns, is made at once
-   * @returns {Promise<[number, string, string, number, number]>}
+   * @param {{ observe(ms: number): void }} [time] the commit-latency histogram the write's time goes to,
+   *   when it lands (here rather than in a reaction to the promise: a serial caller's call pays for each)
+   * @returns {Promise<[number, string, string, number, number]> | [number, string, string, number, number]}
    */
-  write(start, small, owner) {
+  write(start, small, owner = undefined, time = undefined) {
+    const now = performance.now();
     const alone = this.#alone;
     if (alone !== null) {
       this.#alone = null;
       this.#handOff(alone);
     } else if (this.#waiting.size === 0 && small()) {
-      if (owner !== undefined && owner === this.#hot && performance.now() - this.#hotSince < HOT_MS) {
-        return new Promise((resolve, reject) => this.#made({ start, resolve, reject, owner }));
-      }
+      if (owner !== undefined && owner === this.#hot && now - this.#hotSince < HOT_MS) return this.#now(start, owner, time, now);
       return new Promise((resolve, reject) => {
-        const w = { start, resolve, reject, owner };
+        const w = { start, resolve, reject, owner, time, t0: now };
         this.#alone = w;
         setImmediate(() => this.#inline(w));
       });
     }
-    return new Promise((resolve, reject) => this.#handOff({ start, resolve, reject }));
+    return new Promise((resolve, reject) => this.#handOff({ start, resolve, reject, owner, time, t0: now }));
   }
 
   #handOff(w) {
@@ -140,7 +144,7 @@ class Commits {
     } catch (err) {
       return w.reject(err);
     }
-    this.#wait(id, w.resolve, w.reject);
+    this.#wait(id, w.resolve, w.reject, w.time, w.t0);
   }
 
   #inline(w) {
@@ -160,15 +164,35 @@ class Commits {
     } catch (err) {
       return w.reject(err);
     }
-    if (us < 0) return this.#wait(id, w.resolve, w.reject);
-    if (w.owner !== undefined) {
+    if (us < 0) return this.#wait(id, w.resolve, w.reject, w.time, w.t0);
+    w.resolve(this.#landed(id, us, w.owner, w.time, w.t0));
+  }
+
+  /** A serial caller's write, made at once: its report, or a promise when it failed or went to a thread. */
+  #now(start, owner, time, t0) {
+    const id = this.#id();
+    let us;
+    try {
+      us = start(id, true);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (us < 0) return new Promise((resolve, reject) => this.#wait(id, resolve, reject, time, t0));
+    return this.#landed(id, us, owner, time, t0);
+  }
+
+  /** A write made on the JS thread has landed: its owner is hot until the loop turns. */
+  #landed(id, us, owner, time, t0) {
+    const now = performance.now();
+    if (owner !== undefined) {
       if (this.#hot === null) {
-        this.#hotSince = performance.now();
+        this.#hotSince = now;
         setImmediate(this.#turned);
       }
-      this.#hot = w.owner;
+      this.#hot = owner;
     }
-    w.resolve([id, '', '', 0, Math.round(us)]);
+    time?.observe(now - t0);
+    return [id, '', '', 0, Math.round(us)];
   }
 
   /** Stops holding the event loop open (the host is closed). */

@@ -5,6 +5,12 @@
 // or least recently used workers to close, and they are retired behind their
 // queues: no timer runs for this, so an idle process exits.
 //
+// A worker that goes idle tells the native side when the loop's turn ends or
+// another worker gets work, whichever comes first, not at once: a serial
+// caller's next call usually arrives before either (its result was released
+// in the same turn), and then the worker never went idle at all, and no call
+// pays for a round trip through the addon each way.
+//
 // A key maps to a worker, or to a tombstone `{ closed }` while its file is
 // being deleted; whoever finds one that is closing waits for `closed`.
 const { fromNative } = require('../api/errors');
@@ -23,6 +29,13 @@ class LiveSet {
   /** @type {Map<number, object>} slot → worker */
   #bySlot = new Map();
   #nextSlot = 1;
+  /** Workers gone idle whose native `end` waits for the turn's end or another worker's work. */
+  #ending = new Set();
+  #endScheduled = false;
+  #endTurn = () => {
+    this.#endScheduled = false;
+    this.#endAll();
+  };
   materialized = 0;
   evicted = 0;
 
@@ -114,7 +127,11 @@ class LiveSet {
 
   /** Work arrived for `w`: the native live set may name workers to close. */
   busy(w) {
+    // Idle since earlier in this turn: still busy as far as the native side knows.
+    if (this.#ending.delete(w)) return;
     if (w.closed !== null || this.#hostClosed()) return;
+    // The others gone idle first, so that they can be named to make room.
+    if (this.#ending.size !== 0) this.#endAll();
     const victims = this.#native.begin(w.slot);
     if (victims === null) return;
     for (let i = 0; i < victims.length; i += 2) {
@@ -130,8 +147,21 @@ class LiveSet {
 
   /** `w` has nothing left to run. */
   idle(w) {
-    if (w.closed === null) this.#native.end(w.slot);
+    if (w.closed === null) {
+      this.#ending.add(w);
+      if (!this.#endScheduled) {
+        this.#endScheduled = true;
+        setImmediate(this.#endTurn);
+      }
+    }
     this.#onIdle(w);
+  }
+
+  /** Tells the native side of every worker gone idle since it last heard. */
+  #endAll() {
+    const closed = this.#hostClosed();
+    for (const w of this.#ending) if (w.closed === null && !closed) this.#native.end(w.slot);
+    this.#ending.clear();
   }
 
   /** Closes a worker behind its queue and forgets it. Never rejects. */

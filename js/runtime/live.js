@@ -108,7 +108,7 @@ class LiveWorker extends QueuedWorker {
   /** Runs a mailbox entry: the usual one, a call with no reset pending, without a second async frame. */
   #run(entry) {
     if (entry.kind !== 'call' || this.#resetBy !== null) return this.#runAny(entry);
-    return this.failure !== null ? entry.reject(this.failure) : this.#call(entry).then(this.#afterReset);
+    return this.failure !== null ? entry.reject(this.failure) : this.#call(entry);
   }
 
   /** A reset while an entry ran (its deadline, ctx.abort()) reloads the worker before the next one. */
@@ -120,8 +120,7 @@ class LiveWorker extends QueuedWorker {
     switch (entry.kind) {
       case 'call':
         if (this.failure !== null) return entry.reject(this.failure);
-        await this.#call(entry);
-        break;
+        return this.#call(entry);
       case 'start':
         return this.#start();
       case 'alarm':
@@ -172,54 +171,59 @@ class LiveWorker extends QueuedWorker {
   }
 
   async #call(e) {
-    const timeout = e.frame.timeout ?? this.host.callTimeout;
-    const began = timeout === undefined && e.frame.outer === undefined ? 0 : Date.now();
-    const deadline = deadlineOf(timeout, e.frame.outer, began);
-    if (deadline <= began) return e.reject(expiredError(this.who, e.method));
-    const frame = e.frame;
-    frame.worker = this;
-    frame.epoch = this.epoch;
-    frame.deadline = deadline;
-    this.inCall = true;
-    let ok = false;
-    let out;
     try {
-      const fn = this.instance[e.method];
-      const p = frame.scope === undefined ? applyIn(frame, fn, this.instance, e.args) : frame.scope.runInAsyncScope(applyIn, null, frame, fn, this.instance, e.args);
-      out = await (deadline === NONE ? p : within(Promise.resolve(p), deadline, TIMED_OUT));
-      ok = true;
-    } catch (err) {
-      out = err === TIMED_OUT ? this.#timedOut(`${e.method}()`, began, deadline, e.method) : err;
-    }
-    // Work the call left running (a timer, a promise not awaited) has no deadline of the call's.
-    frame.deadline = NONE;
-    this.inCall = false;
-    // Reset while it ran (its deadline, or ctx.abort()): its writes were dropped.
-    if (frame.epoch !== this.epoch) return e.reject(this.lastReset);
-    if (ok) {
+      const timeout = e.frame.timeout ?? this.host.callTimeout;
+      const began = timeout === undefined && e.frame.outer === undefined ? 0 : Date.now();
+      const deadline = deadlineOf(timeout, e.frame.outer, began);
+      if (deadline <= began) return e.reject(expiredError(this.who, e.method));
+      const frame = e.frame;
+      frame.worker = this;
+      frame.epoch = this.epoch;
+      frame.deadline = deadline;
+      this.inCall = true;
+      let ok = false;
+      let out;
       try {
-        out = clone(out, () => `${this.who}: the result of ${e.method}() cannot be returned`);
+        const fn = this.instance[e.method];
+        const p = frame.scope === undefined ? applyIn(frame, fn, this.instance, e.args) : frame.scope.runInAsyncScope(applyIn, null, frame, fn, this.instance, e.args);
+        out = await (deadline === NONE ? p : within(Promise.resolve(p), deadline, TIMED_OUT));
+        ok = true;
       } catch (err) {
-        ok = false;
-        out = err;
+        out = err === TIMED_OUT ? this.#timedOut(`${e.method}()`, began, deadline, e.method) : err;
       }
+      // Work the call left running (a timer, a promise not awaited) has no deadline of the call's.
+      frame.deadline = NONE;
+      this.inCall = false;
+      // Reset while it ran (its deadline, or ctx.abort()): its writes were dropped.
+      if (frame.epoch !== this.epoch) return e.reject(this.lastReset);
+      if (ok) {
+        try {
+          out = clone(out, () => `${this.who}: the result of ${e.method}() cannot be returned`);
+        } catch (err) {
+          ok = false;
+          out = err;
+        }
+      }
+      // The gate: the result leaves only once the commit carrying this call's
+      // writes (and every earlier one) has landed.
+      if (frame.trace !== undefined && this.#commitTrace === undefined) {
+        this.#commitTrace = frame.trace;
+        this.#commitWaitFrom = performance.now();
+      }
+      const barrier = this.state.flush();
+      if (barrier === null) {
+        if (ok) e.resolve(out);
+        else e.reject(out);
+        return;
+      }
+      barrier.then(
+        () => (ok ? e.resolve(out) : e.reject(out)),
+        (err) => e.reject(this.#failUnlessReset(err)),
+      );
+    } finally {
+      // Reset while it ran (its deadline, or ctx.abort()): the next entry finds the worker reloaded.
+      if (this.#resetBy !== null && this.failure === null) await this.#reload();
     }
-    // The gate: the result leaves only once the commit carrying this call's
-    // writes (and every earlier one) has landed.
-    if (frame.trace !== undefined && this.#commitTrace === undefined) {
-      this.#commitTrace = frame.trace;
-      this.#commitWaitFrom = performance.now();
-    }
-    const barrier = this.state.flush();
-    if (barrier === null) {
-      if (ok) e.resolve(out);
-      else e.reject(out);
-      return;
-    }
-    barrier.then(
-      () => (ok ? e.resolve(out) : e.reject(out)),
-      (err) => e.reject(this.#failUnlessReset(err)),
-    );
   }
 
   /** Runs every due alarm and schedule, as one mailbox entry (../alarms/firing.js). */

@@ -4,7 +4,7 @@
 // reads answered now where the native core can, and the first write that
 // creates the file.
 const { unpackRows, jsonRows } = require('../collections/result-rows');
-const { tracedCommit, batchShape } = require('../observe/trace');
+const { tracedCommit, commitsTraced, batchShape } = require('../observe/trace');
 
 /**
  * Most keys, documents and alarms, and most bytes, a commit may carry and
@@ -50,16 +50,13 @@ function workerStorage(host, className, id, native, takeTrace) {
   const commitTime = host.metrics?.commitSeries(className);
   const write = (changes) => {
     const { trace, from } = takeTrace();
-    const submit =
-      native.writeInline === undefined
-        ? () => commits.submit((cid) => native.write(cid, changes, trace))
-        : () =>
-            commits.write(
-              (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
-              () => inlineable(changes),
-              native,
-            );
-    return tracedCommit(className, id, changes, trace, from, commitTime, submit);
+    if (native.writeInline === undefined) return tracedCommit(className, id, changes, trace, from, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
+    const start = (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1));
+    const small = () => inlineable(changes);
+    // Untraced, the commit's time goes to the histogram as it lands, and a
+    // commit made at once returns its report, not a promise (Commits.write).
+    if (!commitsTraced()) return commits.write(start, small, native, commitTime);
+    return tracedCommit(className, id, changes, trace, from, undefined, () => Promise.resolve(commits.write(start, small, native, commitTime)));
   };
   return {
     write,

@@ -17,7 +17,9 @@
 // Mechanism: at most one commit is in flight per worker. Writes made while it
 // is in flight wait for the next one, which starts when it lands, so a burst
 // of calls shares its commits; promises settle in the order their commits
-// started, so results leave in commit order.
+// started, so results leave in commit order. A commit made and synced on the
+// JS thread before the storage returns (a serial caller's, see
+// runtime/commits.js) has landed by then: there is nothing to wait for.
 
 /** A promise with its settle functions; rejections are handled by whoever awaits it. */
 function deferred() {
@@ -34,7 +36,10 @@ function deferred() {
 const OWNER = Object.freeze({
   /** `() => object | null`: the writes made so far, as one batch (null: none left to write). */
   take: Symbol('gate.take'),
-  /** `(batch, hasFile) => Promise<void>`: writes a batch (creating the file when there is none). */
+  /**
+   * `(batch, hasFile) => Promise<unknown> | unknown`: writes a batch (creating the file when there is
+   * none); anything but a promise means it has landed already (written and synced before returning).
+   */
   commit: Symbol('gate.commit'),
   /** `(batch) => void`: a batch is on disk. */
   landed: Symbol('gate.landed'),
@@ -70,8 +75,9 @@ class OutputGate {
 
   /**
    * Starts (or joins) the commit that carries every write so far and returns
-   * its promise; null when nothing is dirty or in flight. Promises resolve in
-   * the order their commits were started.
+   * its promise; null when there is nothing to wait for: nothing dirty or in
+   * flight, or the commit landed before returning (a serial caller's, made
+   * on this thread). Promises resolve in the order their commits were started.
    * @returns {Promise<void> | null}
    */
   flush() {
@@ -120,8 +126,18 @@ class OutputGate {
       }
       return null;
     }
-    d ??= deferred();
     const commit = this.#owner[OWNER.commit](batch, this.#hasFile);
+    if (!(commit instanceof Promise)) {
+      // Landed before returning: nothing to wait for, and no commit in flight.
+      this.#hasFile = true;
+      this.#owner[OWNER.landed](batch);
+      if (d !== null) {
+        if (this.#tail === d.promise) this.#tail = null;
+        d.resolve();
+      }
+      return null;
+    }
+    d ??= deferred();
     this.#inflight = d;
     this.#tail = d.promise;
     commit.then(
