@@ -131,7 +131,7 @@ pub fn configure(
     // reached it within a second. A checkpoint every ~40 small commits costs
     // little, and an open worker's WAL index (heap memory, exclusive mode) and
     // its file on disk stay small. (A worker's connection syncs and
-    // checkpoints from a commit thread instead, at the same size: see wal.rs.)
+    // checkpoints from a commit thread instead, at 400 pages: see wal.rs.)
     conn.execute_batch(&format!(
         "PRAGMA synchronous={sync}; PRAGMA cache_size=-{cache_kib}; PRAGMA temp_store=MEMORY; \
          PRAGMA wal_autocheckpoint=100;"
