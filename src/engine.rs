@@ -729,7 +729,8 @@ pub(crate) mod tests {
         w.write(&set("k1", b"1"))?;
         let big = vec![7u8; 4000];
         let mut checkpointed = 0;
-        for i in 2..400 {
+        let n = 4 * crate::wal::CHECKPOINT_PAGES as usize;
+        for i in 2..n {
             let now = w
                 .write_now(&set(&format!("k{i}"), &big))?
                 .ok_or(Error::Closed)?;
@@ -742,12 +743,12 @@ pub(crate) mod tests {
             .map_err(|e| Error::io("stat", e))?
             .len();
         assert!(
-            len < 200 * 4200,
+            len < 2 * crate::wal::CHECKPOINT_PAGES as u64 * 4200,
             "the log restarts after a checkpoint: {len} bytes"
         );
         w.close()?;
         let again = Worker::new(e.clone(), "Cart".into(), "c".into());
-        assert_eq!(keys(&again)?.len(), 400);
+        assert_eq!(keys(&again)?.len(), n);
         again.close()?;
         e.close();
         Ok(())
