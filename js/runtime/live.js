@@ -111,9 +111,6 @@ class LiveWorker extends QueuedWorker {
     return this.failure !== null ? entry.reject(this.failure) : this.#call(entry);
   }
 
-  /** A reset while an entry ran (its deadline, ctx.abort()) reloads the worker before the next one. */
-  #afterReset = () => (this.#resetBy !== null && this.failure === null ? this.#reload() : undefined);
-
   async #runAny(entry) {
     // A reset while the mailbox was idle (ctx.abort() from a timer) reloads before the next entry.
     if (this.#resetBy !== null && this.failure === null && entry.kind !== 'close') await this.#reload();
@@ -132,7 +129,8 @@ class LiveWorker extends QueuedWorker {
       case 'close':
         return this.#close(entry);
     }
-    await this.#afterReset();
+    // A reset while it ran (its deadline, ctx.abort()) reloads the worker before the next entry.
+    if (this.#resetBy !== null && this.failure === null) await this.#reload();
   }
 
   async #start() {
