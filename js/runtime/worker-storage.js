@@ -51,12 +51,17 @@ function workerStorage(host, className, id, native, takeTrace) {
   const write = (changes) => {
     const { trace, from } = takeTrace();
     if (native.writeInline === undefined) return tracedCommit(className, id, changes, trace, from, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
-    const start = (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1));
-    const small = () => inlineable(changes);
+    const submit = () =>
+      commits.write(
+        (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
+        () => inlineable(changes),
+        native,
+        commitTime,
+      );
     // Untraced, the commit's time goes to the histogram as it lands, and a
     // commit made at once returns its report, not a promise (Commits.write).
-    if (!commitsTraced()) return commits.write(start, small, native, commitTime);
-    return tracedCommit(className, id, changes, trace, from, undefined, () => Promise.resolve(commits.write(start, small, native, commitTime)));
+    if (!commitsTraced()) return submit();
+    return tracedCommit(className, id, changes, trace, from, undefined, () => Promise.resolve(submit()));
   };
   return {
     write,

@@ -113,29 +113,28 @@ class OutputGate {
     return this.#abandoned;
   }
 
+  /** `d`'s waiters (if any) have nothing left to wait for; null, as #start answers then. */
+  #settled(d) {
+    if (d !== null) {
+      if (this.#tail === d.promise) this.#tail = null;
+      d.resolve();
+    }
+    return null;
+  }
+
   /**
    * Hands what is dirty to a commit settled through `d` (made here if null).
    * Returns its promise, or null when there was nothing left to write.
    */
   #start(d) {
     const batch = this.#owner[OWNER.take]();
-    if (batch === null) {
-      if (d !== null) {
-        if (this.#tail === d.promise) this.#tail = null;
-        d.resolve();
-      }
-      return null;
-    }
+    if (batch === null) return this.#settled(d);
     const commit = this.#owner[OWNER.commit](batch, this.#hasFile);
     if (!(commit instanceof Promise)) {
       // Landed before returning: nothing to wait for, and no commit in flight.
       this.#hasFile = true;
       this.#owner[OWNER.landed](batch);
-      if (d !== null) {
-        if (this.#tail === d.promise) this.#tail = null;
-        d.resolve();
-      }
-      return null;
+      return this.#settled(d);
     }
     d ??= deferred();
     this.#inflight = d;
