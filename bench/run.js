@@ -328,7 +328,7 @@ function summary(results, slowResults, shopRows, slowShopRows, device, doResult,
     }
     // What a journey costs the server: journeys per second of its CPU.
     const base = find(/^better-sqlite3/);
-    const perCpu = (r) => (r && r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : null);
+    const perCpu = (r) => r?.perCpu ?? (r && r.serverCpu > 0 ? r.journeysPerSec / r.serverCpu : null);
     if (where === '' && perCpu(dw) !== null && perCpu(base) !== null) {
       const ratio = perCpu(dw) / perCpu(base);
       rows.push(['shop journeys per server CPU-second', formatNumber(perCpu(dw)), formatNumber(perCpu(base)), 'better-sqlite3 over node:http', formatRatio(ratio), verdict('perCpu', ratio)]);
@@ -535,7 +535,7 @@ async function main() {
   // The shop against better-sqlite3 and local workerd over node:http, and docs/bench.svg.
   const svg = path.join(__dirname, '..', 'docs', 'bench.svg');
   const shopJson = path.join(os.tmpdir(), `dw-bench-shop-${process.pid}.json`);
-  const shop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--curve', '1,8,32,64', '--json', shopJson, ...(flags.quick ? [] : ['--svg', svg])]);
+  const shop = script('shop.js', ['--seconds', flags.quick ? '0.5' : '2', '--runs', flags.quick ? '1' : '5', '--curve', '1,8,32,64', '--json', shopJson, ...(flags.quick ? [] : ['--svg', svg])]);
   let shopRows = null;
   try {
     shopRows = JSON.parse(fs.readFileSync(shopJson, 'utf8')).rows;

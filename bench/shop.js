@@ -5,7 +5,7 @@
 // each system's server, every server in a process of its own and the load
 // driver (examples/shop/load.js, which checks every answer) in this one.
 //
-//   node bench/shop.js [--customers N] [--seconds S] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE] [--slow-ms M]
+//   node bench/shop.js [--customers N] [--seconds S] [--runs R] [--shards K] [--curve 1,8,32,64] [--svg FILE] [--json FILE] [--slow-ms M]
 //   node bench/shop.js --ramp S     journeys/s in each of the first S seconds of a fresh server, no warm-up
 //
 // With --slow-ms, every server runs under the slow-sync shim (bench/slowsync:
@@ -14,6 +14,10 @@
 // With --curve, every system is also driven at each of those numbers of
 // customers (for --seconds each), and --svg writes the chart of journeys/s
 // against customers (docs/bench.svg comes from this).
+//
+// With --runs R (R > 1), the baseline and durable-workers each run R times,
+// interleaved, and their rows give the medians (the CPU target compares the
+// two; one run of each moved its ratio by a fifth between runs).
 //
 // Systems: durable-workers (examples/shop/server.js), durable-workers on K
 // shards, and the hand-rolled better-sqlite3 server (bench/shop/baseline-server.js).
@@ -133,17 +137,43 @@ async function measureRamp({ customers = 32, seconds = 8, shards = 2 } = {}) {
   }
 }
 
-async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], slowMs = 0 } = {}) {
+/**
+ * The baseline and durable-workers, the two systems the CPU target compares,
+ * in `runs` interleaved runs (each on a fresh server, the first system first
+ * in even runs), so that the machine's drift over the minute falls on both:
+ * each one's median journeys/s and median journeys per server CPU-second,
+ * the latencies of its median run, and every run's figures.
+ */
+async function interleaved(systems, runs, root, { customers, seconds, env }) {
+  const got = systems.map(() => []);
+  for (let r = 0; r < runs; r++) {
+    for (const i of r % 2 === 0 ? [0, 1] : [1, 0]) {
+      const [, script, extra, more] = systems[i];
+      const x = await drive(script, [path.join(root, `${i}-run-${r}`), ...extra], { customers, seconds, env: { ...env, ...more } });
+      got[i].push({ ...x, perCpu: x.serverCpu > 0 ? x.journeysPerSec / x.serverCpu : null });
+    }
+  }
+  const mid = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return got.map((rs) => {
+    const journeysPerSec = mid(rs.map((x) => x.journeysPerSec));
+    const at = rs.find((x) => x.journeysPerSec === journeysPerSec);
+    const perCpu = rs.every((x) => x.perCpu !== null) ? mid(rs.map((x) => x.perCpu)) : null;
+    return { ...at, perCpu, runs: rs.map((x) => ({ journeysPerSec: x.journeysPerSec, perCpu: x.perCpu })) };
+  });
+}
+
+async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], slowMs = 0, runs = 1 } = {}) {
   const env = slowMs > 0 ? slowSyncEnv(slowMs) : process.env;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-bench-shop-'));
   const systems = systemsOf(shards);
   try {
     const device = measureDeviceSync({ dir: path.join(root, 'device'), seconds: 1 });
+    const first = runs > 1 ? await interleaved(systems.slice(0, 2), runs, root, { customers, seconds, env }) : [];
     const rows = [];
     for (const [name, script, extra, more] of systems) {
       const dir = path.join(root, String(rows.length));
       const withMore = { ...env, ...more };
-      const r = await drive(script, [dir, ...extra], { customers, seconds, env: withMore });
+      const r = first[rows.length] ?? (await drive(script, [dir, ...extra], { customers, seconds, env: withMore }));
       const points = [];
       for (const c of curve) {
         const p = c === customers ? r : await drive(script, [path.join(root, `${rows.length}-${c}`), ...extra], { customers: c, seconds, env: withMore });
@@ -151,13 +181,13 @@ async function measure({ customers = 32, seconds = 5, shards = 2, curve = [], sl
       }
       rows.push({ name, ...r, points });
     }
-    return { device, customers, seconds, rows, curve, slowMs };
+    return { device, customers, seconds, rows, curve, slowMs, runs };
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
 }
 
-function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
+function report({ device, customers, seconds, rows, curve = [], slowMs = 0, runs = 1 }) {
   const base = rows[0].journeysPerSec;
   const curveTable =
     curve.length === 0
@@ -173,7 +203,7 @@ function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
           ),
         ];
   return [
-    `Shop over node:http: ${customers} customers, ${seconds} s per system, each server in its own process; ` +
+    `Shop over node:http: ${customers} customers, ${seconds} s per system${runs > 1 ? ` (the first two: medians of ${runs} interleaved runs)` : ''}, each server in its own process; ` +
       (slowMs > 0 ? `on the emulated ${slowMs} ms device (+${slowMs} ms per fsync)` : `device ${formatNumber(device.syncsPerSec)} syncs/s`),
     '',
     renderTable(
@@ -184,7 +214,7 @@ function report({ device, customers, seconds, rows, curve = [], slowMs = 0 }) {
         `${formatNumber(r.p50)} ms`,
         `${formatNumber(r.p99)} ms`,
         r.serverCpu == null ? '–' : `${Math.round(r.serverCpu * 100)}%`,
-        r.serverCpu > 0 ? formatNumber(r.journeysPerSec / r.serverCpu) : '–',
+        r.perCpu != null ? formatNumber(r.perCpu) : r.serverCpu > 0 ? formatNumber(r.journeysPerSec / r.serverCpu) : '–',
         r.driverCpu == null ? '–' : `${Math.round(r.driverCpu * 100)}%`,
         formatRatio(r.journeysPerSec / base),
       ]),
@@ -215,6 +245,7 @@ async function main() {
       svg: { type: 'string' },
       json: { type: 'string' },
       'slow-ms': { type: 'string', default: '0' },
+      runs: { type: 'string', default: '1' },
       ramp: { type: 'string' },
     },
   });
@@ -240,10 +271,11 @@ async function main() {
     shards: Number(values.shards),
     curve,
     slowMs: Number(values['slow-ms']),
+    runs: Number(values.runs),
   });
   console.log(report(r));
   if (values.json) {
-    const rows = r.rows.map(({ name, journeysPerSec, p50, p99, serverCpu, points }) => ({ name, journeysPerSec, p50, p99, serverCpu, points }));
+    const rows = r.rows.map(({ name, journeysPerSec, p50, p99, serverCpu, perCpu, runs, points }) => ({ name, journeysPerSec, p50, p99, serverCpu, perCpu, runs, points }));
     fs.writeFileSync(values.json, JSON.stringify({ customers: r.customers, seconds: r.seconds, device: r.device, rows }));
   }
   if (values.svg && curve.length > 0) {

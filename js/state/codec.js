@@ -17,6 +17,7 @@ const { Buffer } = require('node:buffer');
 const v8 = require('node:v8');
 const { isProxy } = require('node:util').types;
 const { DurableError, codes } = require('../api/errors');
+const { structuredCopy } = require('./clone');
 
 /** The tag of V8 structured-clone bytes. */
 const TAG_V8 = 1;
@@ -124,7 +125,7 @@ function isPrimitive(v) {
 function clone(value, where) {
   if (isPrimitive(value)) return value;
   try {
-    return structuredClone(value);
+    return structuredCopy(value);
   } catch (err) {
     throw new DurableError(codes.UNCLONEABLE, `${where()}: ${err.message}`, { cause: err });
   }
