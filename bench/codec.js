@@ -3,14 +3,17 @@
 // What storing a value costs the JS thread in each of the codec's formats
 // (js/state/codec.js): encoding (for JSON, the plain-data check included) and
 // decoding a document of the benchmark's kind (scenarios.js docOf) and a
-// shop cart, as JSON text and as V8 structured-clone bytes. docs/internals.md
-// (Values) quotes these figures.
+// shop cart, as JSON text and as V8 structured-clone bytes; and what one
+// crossing as an argument or result costs, `structuredClone` against the
+// walk for plain data (js/state/clone.js). docs/internals.md (Values)
+// quotes these figures.
 //
 //   node bench/codec.js [--values N]
 
 const v8 = require('node:v8');
 const { parseArgs } = require('node:util');
 const { encodeValue, decode, TAG_JSON, TAG_V8 } = require('../js/state/codec');
+const { structuredCopy } = require('../js/state/clone');
 const { docOf } = require('./scenarios');
 const { median } = require('./measure');
 const { renderTable, formatMicros, formatRatio } = require('./table');
@@ -56,6 +59,7 @@ function measure({ values = 2000 } = {}) {
       bytes: { json: json[0].bytes.length, v8: clones[0].length },
       encode: { json: perValue(vs, (v) => encodeValue(v, where, MAX)), v8: perValue(vs, (v) => v8.serialize(v)) },
       decode: { json: perValue(json, (e) => decode(TAG_JSON, e.bytes, where)), v8: perValue(clones, (b) => decode(TAG_V8, b, where)) },
+      clone: { structured: perValue(vs, (v) => structuredClone(v)), walk: perValue(vs, (v) => structuredCopy(v)) },
     });
   }
   return { values, rows };
@@ -67,7 +71,7 @@ function report(r) {
     `Codec: µs per value on the JS thread, median of 7 rounds of ${r.values} values`,
     '',
     renderTable(
-      ['value', 'bytes JSON / clone', 'encode JSON', 'encode clone', 'decode JSON', 'decode clone', 'decode: clone ÷ JSON'],
+      ['value', 'bytes JSON / clone', 'encode JSON', 'encode clone', 'decode JSON', 'decode clone', 'decode: clone ÷ JSON', 'crossing: structuredClone', 'crossing: walk'],
       r.rows.map((x) => [
         name[x.kind],
         `${x.bytes.json} / ${x.bytes.v8}`,
@@ -76,8 +80,10 @@ function report(r) {
         formatMicros(x.decode.json),
         formatMicros(x.decode.v8),
         formatRatio(x.decode.v8 / x.decode.json),
+        formatMicros(x.clone.structured),
+        formatMicros(x.clone.walk),
       ]),
-      ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
   ].join('\n');
 }

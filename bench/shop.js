@@ -221,6 +221,9 @@ function report({ device, customers, seconds, rows, curve = [], slowMs = 0, runs
       ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
     'CPU: of one core over the measured window (100% = one core busy throughout); the driver is this process, checking every answer.',
+    ...rows
+      .filter((r) => r.runs !== undefined)
+      .map((r) => `${r.name}, each run: ${r.runs.map((x) => `${formatNumber(x.journeysPerSec)} journeys/s, ${x.perCpu === null ? '–' : formatNumber(x.perCpu)} per CPU-s`).join('; ')}`),
     ...curveTable,
   ].join('\n');
 }
