@@ -58,6 +58,7 @@ const cases = () => {
     'a null-prototype object': bare,
     dates: { at: new Date(1_700_000_000_000), bad: new Date(NaN), dated, again: dated },
     'integer-like keys': { b: 1, 2: 'two', a: 3, 1: 'one' },
+    'an own __proto__ key': JSON.parse('{"__proto__": {"$eq": 1}, "constructor": 2}'),
     'an empty array and object': [[], {}],
     'nested arrays': [[1, [2, [3, [4]]]], 'x'],
     // Everything below is left to structuredClone.

@@ -65,7 +65,9 @@ function copy(v, memo) {
       if (x === undefined && !Object.hasOwn(v, k)) continue;
       const c = copy(x, memo);
       if (c === GIVE_UP) return GIVE_UP;
-      /** @type {any} */ (out)[k] = c;
+      // An own `__proto__` is a property in a clone; assigned, it would set the prototype.
+      if (k === '__proto__') Object.defineProperty(out, k, { value: c, writable: true, enumerable: true, configurable: true });
+      else /** @type {any} */ (out)[k] = c;
     }
     return out;
   }
