@@ -17,7 +17,8 @@
 //
 // With --runs R (R > 1), the baseline and durable-workers each run R times,
 // interleaved, and their rows give the medians (the CPU target compares the
-// two; one run of each moved its ratio by a fifth between runs).
+// two; with one run of each, its ratio ranged 1.37–1.94× over the full runs
+// of 2026-12-02 and 03 in docs/bench.md).
 //
 // Systems: durable-workers (examples/shop/server.js), durable-workers on K
 // shards, and the hand-rolled better-sqlite3 server (bench/shop/baseline-server.js).

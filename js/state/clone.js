@@ -3,9 +3,9 @@
 // plain data copied in JS.
 //
 // `structuredClone` serializes and deserializes through V8 (on Node 20, by
-// way of a MessagePort), several microseconds for a small object; the shop
-// spends a tenth of its JS time there. Most of what crosses is plain data,
-// which a walk copies in a fraction of that. The walk gives what a
+// way of a MessagePort), microseconds for a small object, at every call.
+// Most of what crosses is plain data, which a walk copies in a fraction of
+// that (bench/codec.js, crossing). The walk gives what a
 // structured clone gives, or gives up before returning anything:
 //
 // - objects whose prototype is Object.prototype or null become plain objects
@@ -19,9 +19,8 @@
 //
 // Anything else (a Map, a class instance, a typed array, a proxy, a holey
 // array; an arguments object, a function or a symbol, which a clone
-// refuses) sends the whole value to
-// `structuredClone`, which then reads it again: a getter met before the
-// walk gave up runs a second time.
+// refuses) sends the whole value to `structuredClone`, which then reads it
+// again: a getter met before the walk gave up runs a second time.
 const { isArgumentsObject, isModuleNamespaceObject, isProxy } = require('node:util').types;
 
 const dateTime = Date.prototype.getTime;
