@@ -1,6 +1,7 @@
 'use strict';
 // Timing and memory helpers shared by every scenario.
 
+const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 
 /**
@@ -84,6 +85,29 @@ async function settledRss() {
 }
 
 /**
+ * Resident bytes in mappings of files (the node binary, the addon, shared
+ * libraries: their code and static data as the process touched them), from
+ * /proc/self/smaps; null where there is none.
+ * @returns {number | null}
+ */
+function mappedFilesRss() {
+  let text;
+  try {
+    text = fs.readFileSync('/proc/self/smaps', 'utf8');
+  } catch {
+    return null;
+  }
+  let kb = 0;
+  let named = false;
+  for (const line of text.split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (mapping !== null) named = mapping[1].startsWith('/');
+    else if (named && line.startsWith('Rss:')) kb += Number(/\d+/.exec(line)[0]);
+  }
+  return kb * 1024;
+}
+
+/**
  * Calls `fn(i)` for i in [0, count) with at most `width` calls in flight,
  * awaiting each batch as a whole (the way a server answers bursts).
  * @param {number} count
@@ -99,4 +123,4 @@ async function inBatches(count, width, fn) {
   }
 }
 
-module.exports = { median, percentile, timed, settledRss, inBatches };
+module.exports = { median, percentile, timed, settledRss, mappedFilesRss, inBatches };

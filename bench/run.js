@@ -135,7 +135,8 @@ function costNotes(d, per = 'call') {
 
 function liveNotes(d) {
   if (d.notes?.live === undefined) return '';
-  return `${formatNumber(d.notes.live)} live at the end (${DEFAULTS.warmWorkers} of them warm-up, not counted)`;
+  const code = d.notes.mappedFilesGrowthMB === undefined ? '' : `; the binary's pages touched meanwhile ${formatNumber(d.notes.mappedFilesGrowthMB)} MB`;
+  return `${formatNumber(d.notes.live)} live at the end (${DEFAULTS.warmWorkers} of them warm-up, not counted)${code}`;
 }
 
 function createNotes(d) {
