@@ -143,6 +143,9 @@ function createNotes(d) {
   const parts = [];
   if (d.notes?.created !== undefined) parts.push(`${formatNumber(d.notes.created)} created`);
   if (d.notes?.rounds !== undefined) parts.push(`rounds ${d.notes.rounds}/s (the median is the figure)`);
+  if (d.notes?.cpuSystemUsPerWorker !== undefined) {
+    parts.push(`process CPU/worker ${formatNumber(d.notes.cpuUserUsPerWorker)} µs user, ${formatNumber(d.notes.cpuSystemUsPerWorker)} µs system`);
+  }
   if (d.notes?.catalogCommitsPerCall !== undefined) {
     parts.push(`catalog commits/worker ${formatNumber(d.notes.catalogCommitsPerCall)}`);
   }
