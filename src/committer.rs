@@ -51,9 +51,11 @@ struct Shared {
     wake: Condvar,
     /// Jobs queued and not yet taken: what a polling thread watches.
     queued: AtomicUsize,
-    /// Threads polling right now. While one is, a new job needs no wake-up:
-    /// waking a sleeping thread as well would only set a second one spinning
-    /// against the JS thread for the same job.
+    /// Threads polling right now: at most one. While one is, a new job needs
+    /// no wake-up: waking a sleeping thread as well would only set a second
+    /// one spinning against the JS thread for the same job. And a second
+    /// poller would only burn a core for a job the first takes: the jobs of a
+    /// burst behind it are handed on by wake-ups from the commit threads.
     polling: AtomicUsize,
     /// Threads woken that have not yet come back from their wait. While one
     /// has not, a new job needs no wake-up either: it wakes the next itself.
@@ -156,11 +158,18 @@ thread_local! {
 pub fn finishing() {
     SERVING.with(|s| {
         if let Some(s) = s.borrow().as_ref() {
-            if !PRIMED.replace(true) {
-                s.polling.fetch_add(1, Ordering::SeqCst);
+            if !PRIMED.get() && claim_poll(s) {
+                PRIMED.set(true);
             }
         }
     });
+}
+
+/// Makes this thread the one that polls, unless another already is.
+fn claim_poll(s: &Shared) -> bool {
+    s.polling
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
 }
 
 /// Stops counting this thread as polling ahead of time.
@@ -234,10 +243,11 @@ fn wake_one(s: &Shared) {
     }
 }
 
-/// Waits up to `spin` for a job to be queued, without sleeping.
+/// Waits up to `spin` for a job to be queued, without sleeping; at once if
+/// another thread is polling.
 fn poll(s: &Shared) {
-    if !PRIMED.replace(false) {
-        s.polling.fetch_add(1, Ordering::SeqCst);
+    if !PRIMED.replace(false) && !claim_poll(s) {
+        return;
     }
     let until = Instant::now() + s.spin;
     while s.queued.load(Ordering::SeqCst) == 0 && !s.stop.load(Ordering::Acquire) {
