@@ -345,4 +345,31 @@ mod tests {
         }
         Ok(())
     }
+
+    #[test]
+    fn one_thread_polls_and_a_burst_behind_it_still_runs_in_parallel() -> Result<()> {
+        // A spin long enough that every thread finishing a job would still be
+        // polling when the next burst comes: only one may, and the burst's
+        // four jobs, which wait for each other, must still reach all four.
+        let c = Committer::start("test", 4, Duration::from_secs(1))?;
+        for _round in 0..20 {
+            let barrier = Arc::new(std::sync::Barrier::new(4));
+            let (tx, rx) = mpsc::channel();
+            for _ in 0..4 {
+                let (b, tx) = (barrier.clone(), tx.clone());
+                assert!(c.submit(Box::new(move || {
+                    b.wait();
+                    let _ = tx.send(());
+                })));
+            }
+            for _ in 0..4 {
+                assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            let polling = c.shared.polling.load(Ordering::SeqCst);
+            assert!(polling <= 1, "{polling} threads polling");
+        }
+        c.stop();
+        Ok(())
+    }
 }
