@@ -9,9 +9,10 @@
 //! and on a small VM each wake-up of a sleeping thread costs tens of
 //! microseconds, as does the commit itself on a thread that has just woken on
 //! an idle core. So a commit thread that has just finished polls for the next
-//! job for a short while before it sleeps: a caller that writes again as soon
-//! as its previous write resolves finds the thread awake and warm. The poll is
-//! bounded (`spin`), so an idle process burns nothing.
+//! job for a short while before it sleeps, unless another thread is polling
+//! already: a caller that writes again as soon as its previous write resolves
+//! finds a thread awake and warm. The poll is bounded (`spin`), so an idle
+//! process burns nothing.
 //!
 //! And the JS thread wakes at most one sleeping thread at a time: while a
 //! thread it woke has not yet taken a job, further jobs queue without a
