@@ -331,20 +331,26 @@ mod tests {
         let c = Committer::start("test", 4, Duration::ZERO)?;
         for _round in 0..50 {
             std::thread::sleep(Duration::from_millis(2)); // every thread asleep
-            let barrier = Arc::new(std::sync::Barrier::new(4));
-            let (tx, rx) = mpsc::channel();
-            for _ in 0..4 {
-                let (b, tx) = (barrier.clone(), tx.clone());
-                assert!(c.submit(Box::new(move || {
-                    b.wait();
-                    let _ = tx.send(());
-                })));
-            }
-            for _ in 0..4 {
-                assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
-            }
+            four_jobs_that_wait_for_each_other(&c);
         }
         Ok(())
+    }
+
+    /// Submits four jobs that each wait until all four have started, and
+    /// waits for them: they end only if they run on four threads at once.
+    fn four_jobs_that_wait_for_each_other(c: &Committer) {
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..4 {
+            let (b, tx) = (barrier.clone(), tx.clone());
+            assert!(c.submit(Box::new(move || {
+                b.wait();
+                let _ = tx.send(());
+            })));
+        }
+        for _ in 0..4 {
+            assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
+        }
     }
 
     #[test]
@@ -354,18 +360,7 @@ mod tests {
         // four jobs, which wait for each other, must still reach all four.
         let c = Committer::start("test", 4, Duration::from_secs(1))?;
         for _round in 0..20 {
-            let barrier = Arc::new(std::sync::Barrier::new(4));
-            let (tx, rx) = mpsc::channel();
-            for _ in 0..4 {
-                let (b, tx) = (barrier.clone(), tx.clone());
-                assert!(c.submit(Box::new(move || {
-                    b.wait();
-                    let _ = tx.send(());
-                })));
-            }
-            for _ in 0..4 {
-                assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
-            }
+            four_jobs_that_wait_for_each_other(&c);
             std::thread::sleep(Duration::from_millis(10));
             let polling = c.shared.polling.load(Ordering::SeqCst);
             assert!(polling <= 1, "{polling} threads polling");
