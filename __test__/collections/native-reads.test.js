@@ -9,6 +9,7 @@ const { once } = require('node:events');
 const test = require('ava');
 const { NativeHost } = require('../../js/native/load');
 const { Commits } = require('../../js/runtime/commits');
+const { packChanges } = require('../../js/native/changes');
 const { unpackRows } = require('../../js/collections/result-rows');
 const { tmpDir } = require('../helpers/tmp');
 const { slowSyncEnv } = require('../helpers/slowsync');
@@ -26,13 +27,16 @@ function open(t) {
 
 const writeDocs = (w, commits, ids, docs, tags = ids.map(() => 1)) =>
   commits.submit((id) =>
-    w.write(id, {
-      keys: [],
-      tags: [],
-      values: [],
-      deletes: [],
-      docs: { clear: false, colls: ids.map(() => 0), ids, tags, docs, columns: Buffer.alloc(0) },
-    }),
+    w.write(
+      id,
+      ...packChanges({
+        keys: [],
+        tags: [],
+        values: [],
+        deletes: [],
+        docs: { clear: false, colls: ids.map(() => 0), ids, tags, docs, columns: Buffer.alloc(0) },
+      }),
+    ),
   );
 
 test('documents come back packed in one buffer and unpack to what was written, in id order', async (t) => {

@@ -5,6 +5,7 @@
 // creates the file.
 const { unpackRows, jsonRows } = require('../collections/result-rows');
 const { tracedCommit, commitsTraced, batchShape } = require('../observe/trace');
+const { packChanges } = require('../native/changes');
 
 /**
  * Most keys, documents and alarms, and most bytes, a commit may carry and
@@ -51,9 +52,10 @@ function workerStorage(host, className, id, native, takeTrace) {
   const write = (changes) => {
     const { trace, from } = takeTrace();
     if (native.writeInline === undefined) return tracedCommit(className, id, changes, trace, from, commitTime, () => commits.submit((cid) => native.write(cid, changes, trace)));
+    const [sets, extra] = packChanges(changes);
     const submit = () =>
       commits.write(
-        (cid, inline) => (inline ? native.writeInline(cid, changes) : (native.write(cid, changes), -1)),
+        (cid, inline) => (inline ? native.writeInline(cid, sets, extra) : (native.write(cid, sets, extra), -1)),
         () => inlineable(changes),
         native,
         commitTime,

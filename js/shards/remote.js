@@ -20,6 +20,7 @@ const { DurableError, codes, fromNative, label, nativeCode } = require('../api/e
 const { waitAtMost, ORDER_WAIT_MS } = require('../alarms/order');
 const { OP, serializeError, deserializeError, buf } = require('./protocol');
 const { tracedCommit, tracedSocketEvent } = require('../observe/trace');
+const { packChanges } = require('../native/changes');
 
 const NO_FILE = Object.freeze({ exists: false, keys: [], tags: [], values: [], alarms: null, backfill: [] });
 /** No gate on this thread: the shard gates its own output. */
@@ -231,7 +232,7 @@ class RemoteWorker extends QueuedWorker {
       case OP.write:
       case OP.closeFile: {
         const n = this.#native;
-        const run = (cid) => (msg.op === OP.write ? n.write(cid, this.#changes(msg.changes)) : n.close(cid));
+        const run = (cid) => (msg.op === OP.write ? n.write(cid, ...packChanges(this.#changes(msg.changes))) : n.close(cid));
         const submit = () => this.host.commits.submit(run);
         let p;
         if (n === null) p = Promise.reject(new DurableError(codes.CLOSED, `${this.who}: closed`));

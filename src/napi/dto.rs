@@ -203,14 +203,10 @@ pub(crate) fn to_loaded((exists, page): (bool, Page)) -> Loaded {
     out
 }
 
-/// One batch of changes from the JS layer: key/value sets (`keys`, `tags`,
-/// `values` in parallel) and deletes, and alarm changes.
+/// What a batch of changes holds besides its sets and deletes (which come
+/// packed, see [`to_batch`]): alarm and collection changes, absent from most.
 #[napi(object)]
-pub struct Changes {
-    pub keys: Vec<String>,
-    pub tags: Vec<u32>,
-    pub values: Vec<Buffer>,
-    pub deletes: Vec<String>,
+pub struct ChangesExtra {
     pub alarms: Option<Alarms>,
     pub docs: Option<DocChangesJs>,
 }
@@ -275,37 +271,28 @@ pub(crate) fn to_doc_changes(
     Ok(DocChanges { clear, ops })
 }
 
-pub(crate) fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Result<Batch> {
-    let Changes {
-        keys,
-        tags,
-        values,
-        deletes,
-        alarms,
-        docs,
-    } = changes;
-    let alarms = alarms.unwrap_or_default();
-    if keys.len() != tags.len()
-        || keys.len() != values.len()
-        || alarms.names.len() != alarms.ats.len()
+/// A batch from the JS layer: its key/value sets and deletes packed in one
+/// buffer (`js/native/changes.js`, which says why), the rest in `extra`.
+pub(crate) fn to_batch(
+    env: &Env,
+    schema: &Schema,
+    packed: &[u8],
+    extra: Option<ChangesExtra>,
+) -> napi::Result<Batch> {
+    let (sets, deletes) = unpack_sets(packed).map_err(|e| invalid(env, e))?;
+    let (alarms, docs) = match extra {
+        Some(ChangesExtra { alarms, docs }) => (alarms.unwrap_or_default(), docs),
+        None => (Alarms::default(), None),
+    };
+    if alarms.names.len() != alarms.ats.len()
         || alarms.names.len() != alarms.attempts.len()
         || alarms.names.len() != alarms.scheduled.len()
     {
         return Err(invalid(
             env,
-            "keys, tags and values (or alarm names, times and attempts) differ in length",
+            "alarm names, times and attempts differ in length",
         ));
     }
-    let sets = keys
-        .into_iter()
-        .zip(tags)
-        .zip(values.iter())
-        .map(|((key, tag), value)| Row {
-            key,
-            tag,
-            value: value.to_vec(),
-        })
-        .collect();
     let alarm_sets = alarms
         .names
         .into_iter()
@@ -330,6 +317,55 @@ pub(crate) fn to_batch(env: &Env, schema: &Schema, changes: Changes) -> napi::Re
         alarm_deletes: alarms.deletes,
         docs,
     })
+}
+
+/// Sets and deletes as `js/native/changes.js` packs them, little-endian: the
+/// number of sets and of deletes (u32 each); each set as its key's length
+/// (u32) and UTF-8, its tag (u32), its value's length (u32) and bytes; each
+/// delete as its key's length and UTF-8.
+fn unpack_sets(bytes: &[u8]) -> std::result::Result<(Vec<Row>, Vec<String>), &'static str> {
+    const SHORT: &str = "packed changes end early";
+    let mut at = 0usize;
+    let u32_at = |at: &mut usize| -> std::result::Result<u32, &'static str> {
+        let b = bytes.get(*at..*at + 4).ok_or(SHORT)?;
+        *at += 4;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let bytes_at = |at: &mut usize, len: u32| -> std::result::Result<&[u8], &'static str> {
+        let end = at.checked_add(len as usize).ok_or(SHORT)?;
+        let b = bytes.get(*at..end).ok_or(SHORT)?;
+        *at = end;
+        Ok(b)
+    };
+    let key_at = |at: &mut usize, len: u32| {
+        bytes_at(at, len)
+            .and_then(|b| String::from_utf8(b.to_vec()).map_err(|_| "a packed key is not UTF-8"))
+    };
+    let n_sets = u32_at(&mut at)?;
+    let n_deletes = u32_at(&mut at)?;
+    // Each set takes at least 12 bytes and each delete 4: a count the buffer
+    // cannot hold is refused before anything is allocated for it.
+    if u64::from(n_sets) * 12 + u64::from(n_deletes) * 4 > bytes.len() as u64 {
+        return Err(SHORT);
+    }
+    let mut sets = Vec::with_capacity(n_sets as usize);
+    for _ in 0..n_sets {
+        let len = u32_at(&mut at)?;
+        let key = key_at(&mut at, len)?;
+        let tag = u32_at(&mut at)?;
+        let len = u32_at(&mut at)?;
+        let value = bytes_at(&mut at, len)?.to_vec();
+        sets.push(Row { key, tag, value });
+    }
+    let mut deletes = Vec::with_capacity(n_deletes as usize);
+    for _ in 0..n_deletes {
+        let len = u32_at(&mut at)?;
+        deletes.push(key_at(&mut at, len)?);
+    }
+    if at != bytes.len() {
+        return Err("packed changes run past their counts");
+    }
+    Ok((sets, deletes))
 }
 
 /// A read, checked against the collection it names.

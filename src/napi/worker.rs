@@ -129,14 +129,21 @@ impl NativeWorker {
         )
     }
 
-    /// Commits sets and deletes as one transaction on a commit thread,
+    /// Commits sets and deletes (packed in `sets`, see `js/native/changes.js`)
+    /// and `extra`'s alarm and collection changes as one transaction on a commit thread,
     /// creating the worker's file if it has none (after `register`). The
     /// host's `on_done(id, …)` is called once it has committed and synced,
     /// or failed. The thread holds the worker's file only while it writes the
     /// transaction, not during the sync: reads run on the JS thread meanwhile.
     #[napi]
-    pub fn write(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<()> {
-        let batch = to_batch(env, self.inner.schema(), changes)?;
+    pub fn write(
+        &self,
+        env: &Env,
+        id: u32,
+        sets: BufferSlice,
+        extra: Option<ChangesExtra>,
+    ) -> napi::Result<()> {
+        let batch = to_batch(env, self.inner.schema(), &sets, extra)?;
         let worker = self.inner.clone();
         self.submit(env, id, move || worker.write(&batch))
     }
@@ -152,8 +159,14 @@ impl NativeWorker {
     /// a commit thread's report would wake the JS thread from its sleep,
     /// which costs as much as the write itself.
     #[napi]
-    pub fn write_inline(&self, env: &Env, id: u32, changes: Changes) -> napi::Result<f64> {
-        let batch = to_batch(env, self.inner.schema(), changes)?;
+    pub fn write_inline(
+        &self,
+        env: &Env,
+        id: u32,
+        sets: BufferSlice,
+        extra: Option<ChangesExtra>,
+    ) -> napi::Result<f64> {
+        let batch = to_batch(env, self.inner.schema(), &sets, extra)?;
         let started = Instant::now();
         let now = match self.inner.engine().syncs_fast() {
             true => self.inner.write_now(&batch),
