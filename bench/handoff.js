@@ -15,6 +15,7 @@ const { performance } = require('node:perf_hooks');
 const { parseArgs } = require('node:util');
 const { NativeHost } = require('../js/native/load');
 const { Commits } = require('../js/runtime/commits');
+const { packChanges } = require('../js/native/changes');
 const { median, percentile } = require('./measure');
 const { renderTable, formatMicros } = require('./table');
 
@@ -31,7 +32,7 @@ async function measure({ calls = 300 } = {}) {
     for (let i = 0; i < calls; i++) {
       if (gapMs > 0) await sleep(gapMs);
       const t0 = performance.now();
-      const p = commits.submit((id) => worker.write(id, changes));
+      const p = commits.submit((id) => worker.write(id, ...packChanges(changes)));
       times.push((performance.now() - t0) * 1000);
       await p;
     }
@@ -40,7 +41,7 @@ async function measure({ calls = 300 } = {}) {
   };
   try {
     await worker.register();
-    await commits.submit((id) => worker.write(id, changes));
+    await commits.submit((id) => worker.write(id, ...packChanges(changes)));
     return { calls, awake: await handOff(0), asleep: await handOff(2) };
   } finally {
     await host.close();

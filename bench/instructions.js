@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Instructions per call, counted rather than timed: `node bench/instructions.js
-// [read|docGet|serial] [--root <tree>]`. A 2-core machine's timings move by a third
+// [read|docGet|docFind|serial] [--root <tree>]`. A 2-core machine's timings move by a third
 // between runs of the same code, which hides a change of a few percent;
 // callgrind's count on `node --predictable` (V8 compiles on the main thread)
 // repeats within 0.1%. The scenario runs `LOW` and `HIGH` steps of 64 calls
@@ -21,7 +21,7 @@ const { parseArgs } = require('node:util');
 const WIDTH = 64;
 /** Calls in a step of the serial scenario: a write each, one after another. */
 const SERIAL_WIDTH = 8;
-const SCENARIOS = ['read', 'docGet', 'serial'];
+const SCENARIOS = ['read', 'docGet', 'docFind', 'serial'];
 const WARM = 300;
 const LOW = 100;
 const HIGH = 1100;
@@ -33,9 +33,10 @@ async function child(root, scenario, steps) {
   const sys = await openDurable({ dir });
   const w = sys.worker('c');
   await w.incr();
-  if (scenario === 'docGet') await w.fillDocs(2000);
+  if (scenario === 'docGet' || scenario === 'docFind') await w.fillDocs(2000);
   const step = async (s) => {
     if (scenario === 'docGet') return w.getDocs((s * WIDTH) % 2000, WIDTH);
+    if (scenario === 'docFind') return w.findDocs(s * WIDTH, WIDTH);
     if (scenario === 'serial') {
       for (let i = 0; i < SERIAL_WIDTH; i++) await w.incr();
       return;

@@ -75,11 +75,14 @@ pub struct Batch {
 impl Batch {
     /// The batch's one change, when it is a single set and nothing else.
     fn one_set(&self) -> Option<&Row> {
+        let alone = self.deletes.is_empty()
+            && self.alarms.is_empty()
+            && self.alarm_deletes.is_empty()
+            && self.docs.is_empty();
         match &self.sets[..] {
-            [row] if self.deletes.is_empty() && self.alarms.is_empty() => Some(row),
+            [row] if alone => Some(row),
             _ => None,
         }
-        .filter(|_| self.alarm_deletes.is_empty() && self.docs.is_empty())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -268,10 +271,11 @@ impl WorkerFile {
             return Ok(Unsynced::none());
         }
         let mut tables = self.tables.clone();
-        let out = match batch.one_set() {
-            // One statement, which SQLite commits by itself: no BEGIN and
-            // COMMIT, each a statement of its own (together a tenth of a
-            // serial write's instructions in user space).
+        // One statement, which SQLite commits by itself: no BEGIN and COMMIT,
+        // each a statement of its own (together a tenth of a serial write's
+        // instructions in user space). Not inside an open transaction, which
+        // it would join uncommitted; BEGIN refuses that with an error.
+        let out = match batch.one_set().filter(|_| self.conn.is_autocommit()) {
             Some(row) => upsert(&self.conn, row).map_err(|e| Error::sqlite("write", &self.path, e)),
             None => self.cache.around(
                 &self.conn,

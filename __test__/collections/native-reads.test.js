@@ -85,7 +85,7 @@ test('findNow, a find by position, reads what queryNow reads, and refuses a malf
   t.is(t.throws(() => w.findNow(0, Uint32Array.of(1, 0, 0, 0), Buffer.alloc(0))).code, 'ERR_DURABLE_INTERNAL', 'an order on an undeclared field');
 });
 
-test('findNow returns documents all stored as JSON text as one JSON array, in order; one in another format sends every row back packed', async (t) => {
+test('findNow returns documents all stored as JSON text as one JSON array, in order; one in another format sends every row back packed, from the same read', async (t) => {
   const { host, commits } = open(t);
   const w = host.worker('C', 'a');
   await w.register();
@@ -102,9 +102,16 @@ test('findNow returns documents all stored as JSON text as one JSON array, in or
   t.is(w.findNow(0, Uint32Array.of(0, 1, 3, 0), Buffer.alloc(0)), '[{"n":4},[3]]', 'descending, limit 2');
   t.is(w.findNow(0, Uint32Array.of(0, 0, 1, 0), Buffer.alloc(0)), '[]', 'limit 0');
   await writeDocs(w, commits, ['bb'], [Buffer.from([1, 2])], [1]);
+  const queries = host.stats().queries;
   const rows = unpackRows(w.findNow(0, all, Buffer.alloc(0)));
+  t.is(host.stats().queries - queries, 1, 'one read: the documents before the clone are not read again');
   t.deepEqual(rows.ids, ['a', 'b', 'bb', 'c', 'd']);
   t.deepEqual(rows.tags, [2, 2, 1, 2, 2]);
+  t.deepEqual(
+    rows.docs.map((d) => [...d]),
+    ['"é日本"', '{"n":2}', [1, 2], '[3]', '{"n":4}'].map((d) => [...(typeof d === 'string' ? Buffer.from(d) : d)]),
+    'each document whole, the ones read as JSON text first included',
+  );
   t.is(JSON.parse(w.findNow(0, Uint32Array.of(0, 0, 2, 0), Buffer.alloc(0))).length, 1, 'the clone is past the limit: JSON again');
 });
 

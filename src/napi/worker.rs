@@ -2,7 +2,7 @@
 
 use super::dto::*;
 use super::host::Io;
-use super::query::{Query, QueryTask};
+use super::query::{Found, Query, QueryTask};
 use super::*;
 use crate::committer;
 
@@ -309,19 +309,26 @@ impl NativeWorker {
         values: &[u8],
     ) -> napi::Result<Option<Either<JsString<'env>, BufferSlice<'env>>>> {
         let query = Query::find(env, self.inner.schema(), collection, shape, values)?;
-        // `None`: the file is not free; `Some(None)`: a document is not JSON
-        // text (or they are too large for one string), and the rows go back
-        // packed. Errors become JS errors once SCRATCH is let go.
+        // `None`: the file is not free. Errors become JS errors once SCRATCH
+        // is let go.
         let read = SCRATCH
             .with_borrow_mut(|out| query.run_json(&self.inner, JSON_TAG, MAX_JSON_BYTES, out));
-        let text = match read.map_err(|e| to_js(env, &e))? {
+        let found = match read.map_err(|e| to_js(env, &e))? {
             None => return Ok(None),
-            Some(None) => None,
-            Some(Some(n)) => SCRATCH.with_borrow(|out| {
-                std::str::from_utf8(out)
-                    .ok()
-                    .map(|text| (n, env.create_string(text)))
+            Some(found) => found,
+        };
+        let n = match &found {
+            Found::Json(n) => *n,
+            Found::Rows(rows) => rows.len() as u64,
+        };
+        let out = match found {
+            Found::Json(_) => SCRATCH.with_borrow(|out| match std::str::from_utf8(out) {
+                Ok(text) => env.create_string(text).map(Either::A),
+                Err(_) => Err(invalid(env, "a JSON document is not UTF-8")),
             }),
+            Found::Rows(rows) => pack(rows, 0)
+                .map_err(|e| to_js(env, &e))
+                .and_then(|packed| BufferSlice::copy_from(env, packed).map(Either::B)),
         };
         // A large find's buffer is not kept for the thread's life.
         SCRATCH.with_borrow_mut(|out| {
@@ -329,18 +336,13 @@ impl NativeWorker {
                 *out = Vec::new();
             }
         });
-        match text {
-            Some((n, text)) => {
-                let text = text?;
-                self.inner
-                    .engine()
-                    .counters
-                    .docs_read
-                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                Ok(Some(Either::A(text)))
-            }
-            None => Ok(self.now(env, &query)?.map(Either::B)),
-        }
+        let out = out?;
+        self.inner
+            .engine()
+            .counters
+            .docs_read
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(out))
     }
 
     /// The same read on the libuv pool, in turn with the worker's commits
