@@ -2,9 +2,9 @@
 // A batch's sets and deletes cross to the addon packed in one buffer.
 //
 // Passed as an object of parallel arrays, the addon read every field and
-// every element through N-API, one call each: 21,000 instructions of the
-// 77,000 a serial write call took in user space (`node bench/instructions.js
-// serial`, callgrind), more than SQLite's whole commit. One buffer is read
+// every element through N-API, one call each: about 21,000 of the 66,000
+// instructions a serial write call took in user space (`node
+// bench/instructions.js serial`, callgrind), more than SQLite's commit. One buffer is read
 // with one call. Alarm and collection changes, which most batches do not
 // have, still cross as objects. The layout is `unpack_sets`'s in
 // src/napi/dto.rs.
