@@ -79,9 +79,8 @@ impl Query {
     /// text of one JSON array into `out` when every one is stored as JSON
     /// text and the text stays under `cap` bytes ([`Found::Json`]), else as
     /// rows ([`Found::Rows`]); `None` when the file is not open and free (as
-    /// [`Query::run`]). Read again for the rows, an ordered find sorted its
-    /// matches twice: `orderBy` over 1,000 of 100,000 documents took 3.5 ms
-    /// a find instead of 1.9.
+    /// [`Query::run`]). One pass: reading the find again for its rows would
+    /// sort an ordered find's matches twice.
     pub(super) fn run_json(
         &self,
         w: &Worker,
@@ -130,7 +129,7 @@ impl Query {
             })
         })?;
         let n = ids.at.len() as u64;
-        if ids.bytes.capacity() <= KEEP_SEEN_BYTES {
+        if ids.bytes.capacity() + ids.at.capacity() * 16 <= KEEP_SEEN_BYTES {
             SEEN.with_borrow_mut(|s| *s = ids);
         }
         if read.is_none() {
@@ -176,7 +175,7 @@ pub(super) enum Found {
 thread_local! {
     static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
 }
-/// The most id bytes [`SEEN`] keeps between finds.
+/// The most bytes [`SEEN`] keeps between finds.
 const KEEP_SEEN_BYTES: usize = 64 << 10;
 
 /// The documents `run_json` has put in its buffer as JSON text.

@@ -322,13 +322,16 @@ impl NativeWorker {
             Found::Rows(rows) => rows.len() as u64,
         };
         let out = match found {
-            Found::Json(_) => SCRATCH.with_borrow(|out| match std::str::from_utf8(out) {
-                Ok(text) => env.create_string(text).map(Either::A),
-                Err(_) => Err(invalid(env, "a JSON document is not UTF-8")),
+            Found::Json(_) => SCRATCH.with_borrow(|out| {
+                std::str::from_utf8(out)
+                    .ok()
+                    .map(|text| env.create_string(text).map(Either::A))
             }),
-            Found::Rows(rows) => pack(rows, 0)
-                .map_err(|e| to_js(env, &e))
-                .and_then(|packed| BufferSlice::copy_from(env, packed).map(Either::B)),
+            Found::Rows(rows) => Some(
+                pack(rows, 0)
+                    .map_err(|e| to_js(env, &e))
+                    .and_then(|packed| BufferSlice::copy_from(env, packed).map(Either::B)),
+            ),
         };
         // A large find's buffer is not kept for the thread's life.
         SCRATCH.with_borrow_mut(|out| {
@@ -336,6 +339,11 @@ impl NativeWorker {
                 *out = Vec::new();
             }
         });
+        // Text tagged JSON that is not UTF-8 (a damaged file) is read again,
+        // as rows.
+        let Some(out) = out else {
+            return Ok(self.now(env, &query)?.map(Either::B));
+        };
         let out = out?;
         self.inner
             .engine()
