@@ -7,9 +7,11 @@
 // repeats within 0.1%. The scenario runs `LOW` and `HIGH` steps of 64 calls
 // after the same warm-up, each in its own process under valgrind; the
 // difference divided by the extra calls is one call's cost. Needs valgrind.
-// `serial` is one worker's write calls one after another, each waiting for
-// its sync (the serial row of bench/run.js): 8 to a step, and only the user
-// space's instructions count (the sync's time in the kernel does not).
+// `docGet` and `docFind` are one call a step, of 64 gets by id or 64 finds
+// of 10, counted per read. `serial` is one worker's write calls one after
+// another, each waiting for its sync (the serial row of bench/run.js): 8 to
+// a step, and only the user space's instructions count (the sync's time in
+// the kernel does not).
 //
 //   node bench/instructions.js read                 this tree
 //   node bench/instructions.js read --root /tmp/wt  another checkout, built

@@ -4,10 +4,10 @@
 // Passed as an object of parallel arrays, the addon read every field and
 // every element through N-API, one call each: about 21,000 of the 66,000
 // instructions a serial write call took in user space (`node
-// bench/instructions.js serial`, callgrind), more than SQLite's commit. One buffer is read
-// with one call. Alarm and collection changes, which most batches do not
-// have, still cross as objects. The layout is `unpack_sets`'s in
-// src/napi/dto.rs.
+// bench/instructions.js serial`, callgrind), more than SQLite's commit.
+// One buffer is read with one call. Alarm and collection changes, which
+// most batches do not have, still cross as objects. The layout is
+// `unpack_sets`'s in src/napi/dto.rs.
 
 /**
  * @typedef {{ keys: string[], tags: number[], values: Uint8Array[], deletes: string[], alarms?: object, docs?: object }} Changes
