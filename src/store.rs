@@ -270,25 +270,28 @@ impl WorkerFile {
         if batch.is_empty() {
             return Ok(Unsynced::none());
         }
-        let mut tables = self.tables.clone();
         // One statement, which SQLite commits by itself: no BEGIN and COMMIT,
         // each a statement of its own (together a tenth of a serial write's
         // instructions in user space). Not inside an open transaction, which
         // it would join uncommitted; BEGIN refuses that with an error.
         let out = match batch.one_set().filter(|_| self.conn.is_autocommit()) {
             Some(row) => upsert(&self.conn, row).map_err(|e| Error::sqlite("write", &self.path, e)),
-            None => self.cache.around(
-                &self.conn,
-                &self.path,
-                cache::is_bulk(batch.docs.ops.len()),
-                || self.in_transaction("write", |c| apply(c, schema, &mut tables, batch)),
-            ),
+            None => {
+                let mut tables = self.tables.clone();
+                let out = self.cache.around(
+                    &self.conn,
+                    &self.path,
+                    cache::is_bulk(batch.docs.ops.len()),
+                    || self.in_transaction("write", |c| apply(c, schema, &mut tables, batch)),
+                );
+                // The tables the transaction made, once it has committed.
+                out.map(|()| self.tables = tables)
+            }
         };
         if let Err(e) = out {
             self.wal.forget();
             return Err(e);
         }
-        self.tables = tables;
         self.cache.committed(&self.conn);
         self.wal.written()
     }

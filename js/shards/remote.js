@@ -282,7 +282,7 @@ class RemoteWorker extends QueuedWorker {
   }
 
   #changes(c) {
-    return { ...c, values: c.values.map(buf), docs: docsBuffers(c.docs) };
+    return { ...c, docs: docsBuffers(c.docs) };
   }
 }
 
