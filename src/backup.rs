@@ -119,7 +119,8 @@ pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
 
 /// Copies every worker file of `engine` into `dest`, at the same paths.
 /// With `marks`, each copy is marked in the archive as it is made (a base:
-/// [`crate::archive::base`]), and a host that closes meanwhile stops it.
+/// [`crate::archive::base`]), and a host that closes meanwhile stops it
+/// (a base, only when the archive holds a finished one without it).
 pub(crate) fn copy_workers(
     engine: &Engine,
     dest: &Path,
@@ -128,6 +129,9 @@ pub(crate) fn copy_workers(
     let names = worker_files(engine.dir());
     let copied = in_parallel(&names, |name: &String| {
         engine.check_open()?;
+        if marks.is_some_and(|a| a.abandons_bases()) {
+            return Err(Error::Closed);
+        }
         // Joined part by part, as `layout::worker_path` does: the handles are
         // found by the path's text.
         let src = name

@@ -188,8 +188,18 @@ impl Engine {
     }
 
     /// Releases the directory. Worker files must be closed first. The
-    /// archive writes what it holds before the lock is released.
+    /// archive writes what it holds before the lock is released, and takes
+    /// a base if this process has finished none: without one, what it
+    /// recorded cannot be restored.
     pub fn close(&self) {
+        if let Some(a) = &self.archive {
+            a.stop_bases();
+            if !a.has_base() && self.check_open().is_ok() {
+                if let Err(e) = crate::archive::base::take(self) {
+                    *a.failure.lock() = Some(format!("base at close: {e}"));
+                }
+            }
+        }
         self.closed.store(true, Ordering::Release);
         if let Some(a) = &self.archive {
             a.close();

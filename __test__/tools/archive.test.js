@@ -137,3 +137,34 @@ test('a destination that cannot be written is reported, its records kept and wri
   t.teardown(() => again.close());
   t.is(await again.get(Tally, 'a').count(), 21, 'every write, those made while the destination failed too');
 });
+
+test('a host closed as soon as it has written leaves an archive that restores; a log without a base is named as such', async (t) => {
+  const root = tmpDir(t);
+  const to = path.join(root, 'archive');
+  class Note extends DurableWorker {
+    write(n) {
+      this.state.set('n', n);
+    }
+    read() {
+      return this.state.get('n');
+    }
+  }
+  // Enough workers that a base takes longer than the hosts after the first
+  // live: each closes while its first base is underway, and must leave one.
+  const first = await open({ dir: path.join(root, 'data'), control: false });
+  await Promise.all(Array.from({ length: 300 }, (_, i) => first.get(Note, `n${i}`).write(i)));
+  await first.close();
+  for (let round = 1; round <= 3; round++) {
+    const host = await open({ dir: path.join(root, 'data'), archive: { to }, control: false });
+    await host.get(Note, 'a').write(round);
+    await host.close();
+    const r = await restore(to, path.join(root, `r${round}`));
+    t.deepEqual(r.failed, [], `round ${round}`);
+    const back = await open({ dir: path.join(root, `r${round}`), control: false });
+    t.is(await back.get(Note, 'a').read(), round);
+    await back.close();
+  }
+  const logOnly = path.join(root, 'log-only');
+  fs.cpSync(path.join(to, 'log'), path.join(logOnly, 'log'), { recursive: true });
+  await t.throwsAsync(restore(logOnly, path.join(root, 'r-none')), { code: 'ERR_DURABLE_BACKUP', message: /holds no finished base/ });
+});

@@ -91,8 +91,8 @@ async function restore(from, to, { only, at, durability = 'full' } = {}) {
   if (only !== undefined && (!Array.isArray(only) || only.length === 0)) throw new TypeError('restore(): only must be a non-empty array of "Class/id" names');
   const native = require('../native/load');
   const who = `restore(${JSON.stringify(from)}, ${JSON.stringify(to)})`;
-  if (!fs.existsSync(path.join(source, MANIFEST)) && fs.existsSync(path.join(source, 'base'))) {
-    // An archive: any moment it retains.
+  if (!fs.existsSync(path.join(source, MANIFEST)) && ['base', 'log'].some((sub) => fs.existsSync(path.join(source, sub)))) {
+    // An archive: any moment it retains (one without a finished base says so).
     const files = only?.map((name) => fileOf(name, native.workerFile));
     const r = await native.restoreArchive(source, target, at ?? null, files ?? null, durability).catch((err) => {
       throw fromNative(err, who);

@@ -104,6 +104,7 @@ pub fn take(engine: &Engine) -> Result<Base> {
         .map_err(|e| Error::io(format!("rename {}", dir.display()), e))?;
     files::sync_dir(&dir)?;
     archive.counters.bases.fetch_add(1, Ordering::Relaxed);
+    archive.base_finished();
     Ok(base)
 }
 
@@ -219,7 +220,8 @@ pub fn prune(to: &Path, retain: Duration) -> Result<()> {
 }
 
 /// Takes a base now and then every `base_every`, pruning after each, until
-/// the host closes. Holds the engine only while it works.
+/// the host closes ([`super::Archive::stop_bases`]). Holds the engine only
+/// while it works.
 pub fn schedule(engine: Weak<Engine>) -> Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("durable-archive-base".into())
@@ -227,7 +229,7 @@ pub fn schedule(engine: Weak<Engine>) -> Result<std::thread::JoinHandle<()>> {
             let mut next = Instant::now();
             loop {
                 let Some(e) = engine.upgrade() else { return };
-                if e.check_open().is_err() {
+                if e.check_open().is_err() || e.archive.as_ref().is_some_and(|a| a.stopping()) {
                     return;
                 }
                 if Instant::now() >= next {

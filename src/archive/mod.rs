@@ -54,7 +54,7 @@ pub(crate) fn test_engine(
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -128,6 +128,13 @@ pub struct Archive {
     pub counters: Arc<ArchiveCounters>,
     /// The thread that takes bases ([`base::schedule`]).
     base_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The host is closing: no base is started, and one underway is given
+    /// up if this process has finished one.
+    stopping: AtomicBool,
+    /// This process has finished a base. Its records can be restored only
+    /// from one: a worker's first record here names no earlier one as its
+    /// `prev` (what an earlier process queued and never wrote may be missing).
+    based: AtomicBool,
 }
 
 pub fn now_ms() -> i64 {
@@ -167,6 +174,8 @@ impl Archive {
             failure,
             counters,
             base_thread: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            based: AtomicBool::new(false),
         })
     }
 
@@ -223,17 +232,42 @@ impl Archive {
         self.next_seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Stops taking bases: the host is closing.
     pub(crate) fn set_base_thread(&self, t: JoinHandle<()>) {
         *self.base_thread.lock() = Some(t);
     }
 
-    /// Stops the base thread (its host has closed: it sees that), then
-    /// writes what is queued and stops the writer. Blocks until both ended.
-    pub fn close(&self) {
+    /// Whether this process has finished a base.
+    pub fn has_base(&self) -> bool {
+        self.based.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn base_finished(&self) {
+        self.based.store(true, Ordering::Release);
+    }
+
+    /// Whether a base underway should stop: the host is closing and what it
+    /// recorded can be restored without it.
+    pub(crate) fn abandons_bases(&self) -> bool {
+        self.stopping.load(Ordering::Acquire) && self.has_base()
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Stops the base thread and waits for it. A base it has underway is
+    /// finished when it would be this process's first, and given up otherwise.
+    pub(crate) fn stop_bases(&self) {
+        self.stopping.store(true, Ordering::Release);
         if let Some(t) = self.base_thread.lock().take() {
             let _ = t.join();
         }
+    }
+
+    /// Stops the base thread, then writes what is queued and stops the
+    /// writer. Blocks until both ended.
+    pub fn close(&self) {
+        self.stop_bases();
         self.queue.close();
         if let Some(t) = self.writer.lock().take() {
             let _ = t.join();

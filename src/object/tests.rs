@@ -262,6 +262,68 @@ fn commits_synced_out_of_order_reach_the_archive_in_order_after_the_new_file() -
     Ok(())
 }
 
+fn archived(dir: &std::path::Path, to: &std::path::Path) -> Result<Arc<Engine>> {
+    let config = crate::archive::Config {
+        to: to.to_path_buf(),
+        retain: std::time::Duration::from_secs(3600),
+        base_every: std::time::Duration::from_secs(3600),
+        first_seq: None,
+    };
+    Ok(Arc::new(Engine::open_archived(
+        dir,
+        Durability::Full,
+        Some(config),
+    )?))
+}
+
+#[test]
+fn a_host_closed_before_it_finished_a_base_takes_one_as_it_closes() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let (dir, to) = (tmp.path().join("d"), tmp.path().join("archive"));
+    let bases = || crate::archive::base::list(&to).len();
+    let write = |engine: &Arc<Engine>, value: &[u8]| -> Result<()> {
+        let o = object(engine);
+        o.load()?;
+        let w = put(&o, "k", value)?;
+        o.settle(&w)?;
+        o.close()
+    };
+    let restored = |n: usize| -> Result<Option<Vec<u8>>> {
+        let out = tmp.path().join(format!("restored-{n}"));
+        let (restored, failed) =
+            crate::archive::restore::restore(&to, &out, None, None, Durability::Full)?;
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(restored.len(), 1);
+        let again = object(&Arc::new(Engine::open(&out, Durability::Full)?));
+        again.load()?;
+        let v = get(&again, "k");
+        again.close()?;
+        v
+    };
+    // Closed at once after its base thread starts: that thread's first base
+    // is underway or not begun, and close must not cut it short.
+    let engine = archived(&dir, &to)?;
+    write(&engine, b"one")?;
+    engine.start_bases()?;
+    engine.close();
+    assert_eq!(bases(), 1, "the archive can be restored");
+    assert_eq!(restored(1)?, Some(b"one".to_vec()));
+    // No base thread: the next process's records follow none of its bases.
+    let engine = archived(&dir, &to)?;
+    write(&engine, b"two")?;
+    engine.close();
+    assert_eq!(bases(), 2, "a base of the second process");
+    assert_eq!(restored(2)?, Some(b"two".to_vec()));
+    // A process that finished a base takes no other as it closes.
+    let engine = archived(&dir, &to)?;
+    crate::archive::base::take(&engine)?;
+    write(&engine, b"three")?;
+    engine.close();
+    assert_eq!(bases(), 3);
+    assert_eq!(restored(3)?, Some(b"three".to_vec()));
+    Ok(())
+}
+
 /// A directory copied file by file: what the page cache holds at a crash.
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
     let io = |e| Error::io("copy", e);
