@@ -193,12 +193,7 @@ impl Engine {
     /// recorded cannot be restored.
     pub fn close(&self) {
         if let Some(a) = &self.archive {
-            a.stop_bases();
-            if !a.has_base() && self.check_open().is_ok() {
-                if let Err(e) = crate::archive::base::take(self) {
-                    *a.failure.lock() = Some(format!("base at close: {e}"));
-                }
-            }
+            a.stop_bases(self);
         }
         self.closed.store(true, Ordering::Release);
         if let Some(a) = &self.archive {

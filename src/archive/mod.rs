@@ -255,9 +255,20 @@ impl Archive {
         self.stopping.load(Ordering::Acquire)
     }
 
-    /// Stops the base thread and waits for it. A base it has underway is
+    /// Stops the base thread and waits for it, then takes a base of
+    /// `engine` if this process has finished none: without one, what it
+    /// recorded cannot be restored. A base the thread has underway is
     /// finished when it would be this process's first, and given up otherwise.
-    pub(crate) fn stop_bases(&self) {
+    pub(crate) fn stop_bases(&self, engine: &crate::engine::Engine) {
+        self.join_bases();
+        if !self.has_base() && engine.check_open().is_ok() {
+            if let Err(e) = base::take(engine) {
+                *self.failure.lock() = Some(format!("base at close: {e}"));
+            }
+        }
+    }
+
+    fn join_bases(&self) {
         self.stopping.store(true, Ordering::Release);
         if let Some(t) = self.base_thread.lock().take() {
             let _ = t.join();
@@ -267,7 +278,7 @@ impl Archive {
     /// Stops the base thread, then writes what is queued and stops the
     /// writer. Blocks until both ended.
     pub fn close(&self) {
-        self.stop_bases();
+        self.join_bases();
         self.queue.close();
         if let Some(t) = self.writer.lock().take() {
             let _ = t.join();
