@@ -24,9 +24,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use rusqlite::{params, Connection, OptionalExtension, MAIN_DB};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache::{self, PageCache};
 use crate::collections::{self, Backfill, DocChanges, Schema, Tables};
@@ -36,6 +35,7 @@ use crate::sqlite::{self, Durability};
 use crate::wal::{Unsynced, Wal};
 use rusqlite::config::DbConfig;
 
+mod build;
 mod image;
 
 const SCHEMA_VERSION: i64 = 1;
@@ -238,8 +238,8 @@ impl WorkerFile {
             detail: "a worker path has a directory".into(),
         })?;
         create_worker_dir(parent)?;
-        let image =
-            build(class, id, schema, batch).map_err(|e| Error::sqlite("create worker", path, e))?;
+        let image = build::build(class, id, schema, batch)
+            .map_err(|e| Error::sqlite("create worker", path, e))?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".new");
         let tmp = PathBuf::from(tmp);
@@ -491,42 +491,6 @@ impl WorkerFile {
             }
         }
     }
-}
-
-/// The bytes of a worker file holding `batch` and its owner: the empty file
-/// ([`template`]) loaded into memory, written there, and marked for WAL
-/// ([`sqlite::wal_image`]).
-fn build(class: &str, id: &str, schema: &Schema, batch: &Batch) -> rusqlite::Result<Vec<u8>> {
-    let empty = template()?;
-    let mut conn = Connection::open_in_memory()?;
-    conn.deserialize_read_exact(MAIN_DB, empty, empty.len(), false)?;
-    conn.execute_batch("PRAGMA journal_mode=OFF; BEGIN")?;
-    conn.execute(
-        "INSERT INTO meta(k, v) VALUES ('id', ?1), ('class', ?2), ('format', ?3)",
-        params![id, class, SCHEMA_VERSION],
-    )?;
-    apply(&conn, schema, &mut Tables::default(), batch)?;
-    conn.execute_batch("COMMIT")?;
-    sqlite::wal_image(&mut conn)
-}
-
-/// An empty worker file: the tables made once per process, since creating
-/// them (parsing, planning, writing the schema) was most of SQLite's share of
-/// a new worker.
-fn template() -> rusqlite::Result<&'static [u8]> {
-    static EMPTY: OnceLock<Vec<u8>> = OnceLock::new();
-    if let Some(bytes) = EMPTY.get() {
-        return Ok(bytes);
-    }
-    let mut conn = Connection::open_in_memory()?;
-    conn.execute_batch(
-        "CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
-         CREATE TABLE kv(key TEXT PRIMARY KEY, tag INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
-         CREATE TABLE alarms(name TEXT PRIMARY KEY, at INTEGER NOT NULL, attempt INTEGER NOT NULL, scheduled INTEGER NOT NULL) WITHOUT ROWID;",
-    )?;
-    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    let bytes = conn.serialize(MAIN_DB)?.to_vec();
-    Ok(EMPTY.get_or_init(|| bytes))
 }
 
 fn apply(
