@@ -120,7 +120,7 @@ pub fn snapshot(engine: &Engine, dest: &Path) -> Result<Report> {
 /// Copies every worker file of `engine` into `dest`, at the same paths.
 /// With `marks`, each copy is marked in the archive as it is made (a base:
 /// [`crate::archive::base`]), and a host that closes meanwhile stops it
-/// (a base, only when the archive holds a finished one without it).
+/// (a base, only once its process has finished another).
 pub(crate) fn copy_workers(
     engine: &Engine,
     dest: &Path,

@@ -239,7 +239,8 @@ pub fn schedule(engine: Weak<Engine>) -> Result<std::thread::JoinHandle<()>> {
                     let out =
                         take(&e).and_then(|_| prune(&archive.config().to, archive.config().retain));
                     if let Err(err) = out {
-                        if e.check_open().is_ok() {
+                        // A base given up at close is no failure.
+                        if e.check_open().is_ok() && !archive.stopping() {
                             *archive.failure.lock() = Some(format!("base: {err}"));
                         }
                     }

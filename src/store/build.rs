@@ -1,10 +1,10 @@
 //! A new worker's file, built in memory: the empty worker file ([`template`])
 //! with the worker's owner and first batch written into it.
 //!
-//! Each create thread keeps one in-memory database to build in. Opening one
-//! per worker, then parsing the template's schema and preparing the same
+//! Each thread that builds keeps one in-memory database to build in. Opening
+//! one per worker, then parsing the template's schema and preparing the same
 //! statements again, was about a fifth of the process's CPU when creating
-//! workers (perf, `bench/run.js --only create`). Between builds the template's
+//! workers (perf over the bench's create step). Between builds the template's
 //! bytes are written back into its file, which SQLite notices as it would
 //! another process's write (the header's change counter moves), dropping its
 //! cached pages but not its parsed schema or statements.
@@ -38,11 +38,10 @@ pub(super) fn build(
 ) -> rusqlite::Result<Vec<u8>> {
     BUILDER.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let conn = match slot.take() {
+        let mut conn = match slot.take() {
             Some(conn) => reset(conn)?,
             None => fresh()?,
         };
-        let mut conn = conn;
         let image = write(&mut conn, class, id, schema, batch)?;
         // Kept only after a build that went through (a failed one may have
         // left a transaction open), and a small one: its memory stays with
