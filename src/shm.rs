@@ -454,20 +454,10 @@ pub fn serves(conn: &Connection) -> bool {
 }
 
 fn ours(conn: &Connection) -> Option<*mut Wrapped> {
-    let mut file: *mut ffi::sqlite3_file = ptr::null_mut();
-    // SAFETY: FILE_POINTER writes the main database's file pointer into the
-    // pointer given, which lives across the call; the file's methods are
-    // read only when SQLite returned one.
-    unsafe {
-        let rc = ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_FILE_POINTER,
-            (&mut file as *mut *mut ffi::sqlite3_file).cast(),
-        );
-        (rc == ffi::SQLITE_OK && !file.is_null() && ptr::eq((*file).pMethods, &METHODS))
-            .then(|| file.cast::<Wrapped>())
-    }
+    let file = crate::sqlite::main_file(conn)?;
+    // SAFETY: SQLite returned the file, open with the connection; its
+    // methods pointer is only compared.
+    unsafe { ptr::eq((*file).pMethods, &METHODS) }.then(|| file.cast::<Wrapped>())
 }
 
 /// SAFETY: `block` is an index block of a connection the caller holds.

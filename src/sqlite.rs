@@ -70,6 +70,25 @@ pub fn wal_image(conn: &mut Connection) -> rusqlite::Result<Vec<u8>> {
     Ok(image)
 }
 
+/// The file SQLite holds for `conn`'s main database (`SQLITE_FCNTL_FILE_POINTER`),
+/// valid while the connection is open.
+pub fn main_file(conn: &Connection) -> Option<*mut rusqlite::ffi::sqlite3_file> {
+    use rusqlite::ffi;
+    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    // SAFETY: the handle is this open connection's, "main" is a NUL-terminated
+    // schema name, and FILE_POINTER writes one pointer through the argument,
+    // which lives across the call.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            (&mut file as *mut *mut ffi::sqlite3_file).cast(),
+        )
+    };
+    (rc == ffi::SQLITE_OK && !file.is_null()).then_some(file)
+}
+
 /// Whether `conn` keeps its WAL index in `shm`'s memory.
 fn private_index(conn: &Connection) -> bool {
     #[cfg(target_os = "linux")]

@@ -103,22 +103,14 @@ fn overwrite(conn: &Connection, bytes: &[u8]) -> Result<(), i32> {
     if !conn.is_autocommit() {
         return Err(ffi::SQLITE_MISUSE);
     }
-    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    let file = sqlite::main_file(conn).ok_or(ffi::SQLITE_ERROR)?;
     let len = i64::try_from(bytes.len()).map_err(|_| ffi::SQLITE_TOOBIG)?;
     let n = i32::try_from(bytes.len()).map_err(|_| ffi::SQLITE_TOOBIG)?;
-    // SAFETY: the handle is this open connection's, "main" is a NUL-terminated
-    // schema name, and FILE_POINTER writes one pointer through the argument.
-    // The file it names stays open as long as the connection, which is not in
-    // a transaction, so nothing else uses the file during the two calls; the
+    // SAFETY: the file stays open as long as the connection, which is not in
+    // a transaction, so nothing else uses it during the two calls; the
     // methods are the file's own, and `bytes` outlives them.
     unsafe {
-        let rc = ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_FILE_POINTER,
-            (&mut file as *mut *mut ffi::sqlite3_file).cast(),
-        );
-        if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
+        if (*file).pMethods.is_null() {
             return Err(ffi::SQLITE_ERROR);
         }
         let methods = &*(*file).pMethods;
