@@ -237,7 +237,7 @@ impl Archive {
     }
 
     /// Whether this process has finished a base.
-    pub fn has_base(&self) -> bool {
+    fn has_base(&self) -> bool {
         self.based.load(Ordering::Acquire)
     }
 

@@ -324,6 +324,33 @@ fn a_host_closed_before_it_finished_a_base_takes_one_as_it_closes() -> Result<()
     Ok(())
 }
 
+#[test]
+fn a_base_underway_at_close_is_given_up_once_the_process_has_one() -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    // A base taken: this process has one.
+    let (to, engine) = crate::archive::test_engine(tmp.path())?;
+    let o = object(&engine);
+    o.load()?;
+    let w = put(&o, "k", b"one")?;
+    o.settle(&w)?;
+    o.close()?;
+    let archive = engine.archive.as_ref().ok_or(Error::Closed)?;
+    archive.stop_bases(&engine);
+    assert_eq!(
+        crate::archive::base::list(&to).len(),
+        1,
+        "none taken at close"
+    );
+    // What the base thread would be doing as the host closes.
+    assert!(matches!(
+        crate::archive::base::take(&engine),
+        Err(Error::Closed)
+    ));
+    assert_eq!(crate::archive::base::list(&to).len(), 1, "none finished");
+    engine.close();
+    Ok(())
+}
+
 /// A directory copied file by file: what the page cache holds at a crash.
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
     let io = |e| Error::io("copy", e);
