@@ -553,6 +553,12 @@ export interface HostStats {
    * run on the commit threads).
    */
   commitsInline: number;
+  /**
+   * Of the syncs, those of a log rewritten in place, made without writing
+   * its inode: on ext4 without a journal, where every sync would write it
+   * (docs/internals.md, Threads).
+   */
+  syncsInPlace: number;
   /** Catalog transactions committed (each may carry many workers' changes). */
   catalogCommits: number;
   /** Worker files created. */

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,34 +15,13 @@ use rusqlite::Connection;
 use crate::archive::{Archive, Change, Config as ArchiveConfig};
 use crate::catalog::{Catalog, Op, Reply};
 use crate::collections::{Schema, Tables};
+pub use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::handles::Handles;
 use crate::layout;
 use crate::sqlite::Durability;
 use crate::store::{Batch, Page, WorkerFile};
 use crate::wal::Unsynced;
-
-/// What the disk has been asked to do, for `stats()`.
-#[derive(Default, Debug)]
-pub struct Counters {
-    /// Worker transactions committed.
-    pub commits: AtomicU64,
-    /// Commits that waited for the device (every commit under `Full`).
-    pub syncs: AtomicU64,
-    /// Commits written and synced on the JS thread (see `NativeWorker::write_inline`).
-    pub commits_inline: AtomicU64,
-    /// Worker files created.
-    pub created: AtomicU64,
-    /// Value and document bytes handed to SQLite.
-    pub bytes_written: AtomicU64,
-    /// Collection reads (get, find, count, scan).
-    pub queries: AtomicU64,
-    /// Those that could not run on the JS thread (a commit held the file, or
-    /// it was not open yet) and went to the libuv pool.
-    pub queries_deferred: AtomicU64,
-    /// Documents those reads returned.
-    pub docs_read: AtomicU64,
-}
 
 /// One open durable directory. Owning it means holding the catalog's lock.
 pub struct Engine {
@@ -393,20 +372,27 @@ impl Worker {
 
     fn sync_log(&self, unsynced: &Unsynced) -> Result<bool> {
         let started = Instant::now();
-        if let Err(e) = unsynced.sync(&self.path) {
-            if let FileState::Open(f) = std::mem::replace(&mut *self.file.lock(), FileState::Closed)
-            {
-                f.abandon();
+        let in_place = match unsynced.sync(&self.path) {
+            Ok(in_place) => in_place,
+            Err(e) => {
+                let mut file = self.file.lock();
+                if let FileState::Open(f) = std::mem::replace(&mut *file, FileState::Closed) {
+                    f.abandon();
+                }
+                drop(file);
+                // The sync's error is the one to report; a failed cut adds nothing.
+                let _ = unsynced.discard(&self.path);
+                // Only once the failed commit is cut may a snapshot open the file.
+                self.engine.handles.forget(self);
+                return Err(e);
             }
-            // The sync's error is the one to report; a failed cut adds nothing.
-            let _ = unsynced.discard(&self.path);
-            // Only once the failed commit is cut may a snapshot open the file.
-            self.engine.handles.forget(self);
-            return Err(e);
-        }
+        };
         if unsynced.syncs() {
             self.engine.record_sync(started.elapsed());
-            self.engine.counters.syncs.fetch_add(1, Ordering::Relaxed);
+            let c = &self.engine.counters;
+            c.syncs.fetch_add(1, Ordering::Relaxed);
+            c.syncs_in_place
+                .fetch_add(u64::from(in_place), Ordering::Relaxed);
         }
         Ok(unsynced.checkpoint)
     }

@@ -33,6 +33,7 @@ use rusqlite::hooks::Wal as WalHandle;
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::inplace::{self, InPlace};
 use crate::layout;
 use crate::sqlite::Durability;
 
@@ -57,6 +58,8 @@ pub struct Wal {
     frames: Arc<AtomicI32>,
     /// Opened at the first commit that needs a sync (the log exists by then).
     file: Option<Arc<File>>,
+    /// How the log may be synced without its inode (see [`crate::inplace`]).
+    in_place: Option<Arc<InPlace>>,
     frame_bytes: u64,
     /// How far an archive has read this log (see [`Unsynced::pages`]).
     shipped: Arc<Mutex<Shipped>>,
@@ -95,6 +98,7 @@ pub const FRAME_HEADER: usize = FRAME_HEADER_BYTES as usize;
 /// A commit written to the log and not yet synced.
 pub struct Unsynced {
     file: Option<Arc<File>>,
+    in_place: Option<Arc<InPlace>>,
     /// The log, its frames after this commit, and their size; `None` for
     /// a commit that wrote none.
     log: Option<(PathBuf, u64, u64, Arc<Mutex<Shipped>>)>,
@@ -130,6 +134,7 @@ impl Wal {
             durability,
             frames,
             file: None,
+            in_place: None,
             frame_bytes: FRAME_HEADER_BYTES + page.max(512) as u64,
             shipped: Arc::default(),
         })
@@ -147,6 +152,7 @@ impl Wal {
     pub fn pending(&self, frames: u64) -> Unsynced {
         Unsynced {
             file: None,
+            in_place: None,
             log: Some((
                 self.path.clone(),
                 frames,
@@ -175,6 +181,7 @@ impl Wal {
                     .write(true)
                     .open(&self.path)
                     .map_err(|e| Error::io(format!("open {}", self.path.display()), e))?;
+                self.in_place = inplace::of(&f, &self.path).map(Arc::new);
                 let f = Arc::new(f);
                 self.file = Some(f.clone());
                 Some(f)
@@ -182,6 +189,7 @@ impl Wal {
         };
         Ok(Unsynced {
             file,
+            in_place: self.in_place.clone(),
             log: Some((
                 self.path.clone(),
                 frames.max(1) as u64,
@@ -201,6 +209,7 @@ impl Unsynced {
     pub fn none() -> Self {
         Unsynced {
             file: None,
+            in_place: None,
             log: None,
             commit_frame_at: 0,
             checkpoint: false,
@@ -215,17 +224,22 @@ impl Unsynced {
     }
 
     /// Makes the commit durable. Needs no lock: the descriptor is its own.
-    pub fn sync(&self, db: &Path) -> Result<()> {
+    /// `Ok(true)` when it was synced without its inode ([`crate::inplace`]).
+    pub fn sync(&self, db: &Path) -> Result<bool> {
         #[cfg(test)]
         if self.fail_sync {
             return Err(Error::io("sync (test)", std::io::Error::other("injected")));
         }
-        match &self.file {
-            Some(f) => f
-                .sync_data()
-                .map_err(|e| Error::io(format!("sync the log of {}", db.display()), e)),
-            None => Ok(()),
-        }
+        let Some(f) = &self.file else {
+            return Ok(false);
+        };
+        let synced = match (&self.in_place, &self.log) {
+            (Some(p), Some((_, _, frame_bytes, _))) => {
+                p.sync(f, self.commit_frame_at + frame_bytes)
+            }
+            _ => f.sync_data().map(|()| false),
+        };
+        synced.map_err(|e| Error::io(format!("sync the log of {}", db.display()), e))
     }
 
     /// The pages the log holds that an archive has not read yet, this
@@ -289,6 +303,9 @@ impl Unsynced {
     /// without a checkpoint first.
     pub fn discard(&self, db: &Path) -> Result<()> {
         let Some(f) = &self.file else { return Ok(()) };
+        if let Some(p) = &self.in_place {
+            p.forget();
+        }
         f.set_len(self.commit_frame_at)
             .and_then(|()| f.sync_all())
             .map_err(|e| Error::io(format!("cut a failed commit from {}", db.display()), e))

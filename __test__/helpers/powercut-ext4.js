@@ -11,10 +11,14 @@
 //   node powercut-ext4.js create <dir> <round>   new Cell workers r<round>-<b>-<i> in batches
 //     of 64, each written once; to ACK_FILE: `b <b>` as batch b starts, `n <id> <i>` for each
 //     acknowledgement
+//   node powercut-ext4.js write <dir> <round>    Cell workers w0 … w<WRITERS - 1>, each written
+//     again and again, one write after another; to ACK_FILE: `w <id> <value>` for each
+//     acknowledgement, and every 100 `s <stats().syncsInPlace>`
 //   node powercut-ext4.js check <dir> <list>     opens <dir>, reads every worker that an
 //     `n <id> <i>` line of the file <list> names (acknowledged: must hold i) or an `f <id> <i>`
-//     line names (in flight at the cut: i, or nothing, but no error); prints
-//     { workers, missing, damaged } as JSON
+//     line names (in flight at the cut: i, or nothing, but no error), or a `w <id> <v>…` line
+//     names (its value must be one of the v, `none` for no value); prints
+//     { workers, missing, damaged, values } as JSON
 // A program of its own so that its descriptors are gone when it exits and
 // the ext4 mount it used can be unmounted at once.
 const fs = require('node:fs');
@@ -27,6 +31,10 @@ const { startChild, ackWriter, readAcks, idsOf } = require('./powercut-rounds');
 const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
 /** New workers made at once by the child. */
 const BATCH = 64;
+/** Workers the writing child writes to, each one write after another. */
+const WRITERS = 4;
+/** What the writing child writes in round `round` as its `i`th value to a worker. */
+const valueOf = (round, i) => round * 1_000_000 + i;
 /** The image's size (sparse; about 32,000 inodes): room for a soak's thousands of worker files. */
 const IMAGE_BYTES = 512 << 20;
 
@@ -176,6 +184,14 @@ function startCreator(t, dir, round, ackFile) {
 }
 
 /**
+ * Forks this file as `write <dir> <round>`, acknowledging to `ackFile`.
+ * @param {import('ava').ExecutionContext} t
+ */
+function startWriter(t, dir, round, ackFile) {
+  return startChild(t, __filename, ['write', dir, String(round)], ackFile);
+}
+
+/**
  * Runs this file as `check <dir> <list>` and returns what it printed:
  * { workers, missing: string[], damaged: string[] }, or { error } if it
  * could not open or read.
@@ -207,6 +223,25 @@ async function create(dir, round) {
   }
 }
 
+/** The child: WRITERS workers written one write after another each, until it is killed. */
+async function write(dir, round) {
+  const { open } = require('../..');
+  const { Cell } = require('./powercut-workers');
+  const { ack, note } = ackWriter();
+  const host = await open({ dir });
+  let acks = 0;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, k) => {
+      for (let i = 0; ; i++) {
+        const v = valueOf(Number(round), i);
+        await host.get(Cell, `w${k}`).put('v', v);
+        ack(`w w${k} ${v}`);
+        if (++acks % 100 === 0) note(`s ${host.stats().syncsInPlace}`);
+      }
+    }),
+  );
+}
+
 /** The value of `id`'s Cell, or the error reading it as a string. */
 async function readCell(host, Cell, id) {
   try {
@@ -227,11 +262,15 @@ async function check(dir, list) {
   const lines = readAcks(list);
   const host = await open({ dir });
   const listed = await idsOf(host, Cell);
-  const out = { workers: 0, missing: [], damaged: [] };
-  for (const [kind, id, n] of lines) {
+  const out = { workers: 0, missing: [], damaged: [], values: {} };
+  for (const [kind, id, n, ...more] of lines) {
     const i = Number(n);
     const v = await readCell(host, Cell, id);
-    if (kind === 'n') {
+    if (kind === 'w') {
+      out.workers++;
+      out.values[id] = v ?? 'none';
+      if (![n, ...more].includes(String(v ?? 'none'))) out.missing.push(`${id}: ${v ?? 'no value'}, not one of ${[n, ...more].join(', ')}`);
+    } else if (kind === 'n') {
       out.workers++;
       if (v !== i || !listed.has(id)) out.missing.push(`${id}: ${v === undefined ? 'no value' : v}${listed.has(id) ? '' : ', not listed'}`);
     } else if (v !== i && v !== undefined) out.damaged.push(`${id} (in flight at the cut): ${v}`);
@@ -242,10 +281,10 @@ async function check(dir, list) {
 
 if (require.main === module) {
   const [mode, dir, arg] = process.argv.slice(2);
-  if (mode === 'create') {
+  if (mode === 'create' || mode === 'write') {
     // An orphan (the parent gone) stops instead of writing for ever.
     process.on('disconnect', () => process.exit(3));
-    create(dir, arg).catch((err) => {
+    (mode === 'create' ? create : write)(dir, arg).catch((err) => {
       console.error(err);
       process.exit(2);
     });
@@ -263,4 +302,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { BATCH, ext4Available, makeImage, attach, fsck, readAcks, startCreator, checkWorkers };
+module.exports = { BATCH, WRITERS, valueOf, ext4Available, makeImage, attach, fsck, readAcks, startCreator, startWriter, checkWorkers };

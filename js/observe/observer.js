@@ -96,6 +96,7 @@ class Observer {
       commits: n.commits,
       syncs: n.syncs,
       commitsInline: n.commitsInline,
+      syncsInPlace: n.syncsInPlace,
       catalogCommits: n.catalogCommits,
       created: n.created,
       bytesWritten: n.bytesWritten,

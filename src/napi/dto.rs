@@ -28,6 +28,7 @@ pub struct NativeStats {
     pub commits: f64,
     pub syncs: f64,
     pub commits_inline: f64,
+    pub syncs_in_place: f64,
     pub catalog_commits: f64,
     pub created: f64,
     pub bytes_written: f64,

@@ -376,6 +376,7 @@ impl NativeHost {
             commits: n(&c.commits),
             syncs: n(&c.syncs),
             commits_inline: n(&c.commits_inline),
+            syncs_in_place: n(&c.syncs_in_place),
             catalog_commits: self.engine.catalog_commits() as f64,
             created: n(&c.created),
             bytes_written: n(&c.bytes_written),

@@ -306,7 +306,10 @@ impl Object {
             }
             self.file_unsynced.store(false, Ordering::Release);
         }
-        written.unsynced.sync(&self.path)?;
+        if written.unsynced.sync(&self.path)? {
+            let c = &self.engine.counters;
+            c.syncs_in_place.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(a) = &self.engine.archive {
             if first {
                 match super::file::empty_image(&self.id) {
