@@ -21,6 +21,14 @@
 //! that part. SQLite does not cut a worker's log while its connection is
 //! open (it empties it at close; this crate sets no `journal_size_limit`),
 //! and a log found shorter than that part forgets it all the same.
+//!
+//! A log grows until its first checkpoint (about 1.6 MB), and each commit
+//! that grows it would take the inode. So the writer keeps zeros written
+//! ahead of the log's end ([`InPlace::extend`]), as much as the log holds
+//! up to [`AHEAD`]: a whole sync makes them durable with the commit, and the
+//! commits after it rewrite them in place. SQLite reads a log's frames up to
+//! the first that is not valid, which zeros never are; the log is emptied
+//! at close as before.
 
 use std::fs::File;
 use std::io;
@@ -32,7 +40,15 @@ use std::sync::Arc;
 pub struct InPlace {
     flush: Arc<File>,
     durable: AtomicU64,
+    /// How far the zeros written ahead of the log reach.
+    ahead: AtomicU64,
 }
+
+/// The most zeros written ahead of a growing log at a time.
+pub const AHEAD: u64 = 64 << 10;
+/// Zeros for [`InPlace::extend`]: it writes at most `AHEAD` and the page
+/// its end is rounded to.
+static ZEROS: [u8; AHEAD as usize + 4096] = [0; AHEAD as usize + 4096];
 
 impl InPlace {
     /// Makes `log`'s bytes up to `end` durable. `Ok(true)` when that took no
@@ -51,9 +67,27 @@ impl InPlace {
         Ok(false)
     }
 
+    /// Writes zeros ahead of the log when its commit ending at `end` grew
+    /// it past those written before (a commit that is synced whole anyway).
+    /// Only with the log's connection held: nothing else writes it meanwhile.
+    pub fn extend(&self, log: &File, end: u64) -> io::Result<()> {
+        if end <= self.ahead.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let step = end.clamp(4096, AHEAD);
+        let len = imp::len(log)?;
+        let to = (end + step).next_multiple_of(4096);
+        if to > len {
+            imp::write_at(log, &ZEROS[..(to - len) as usize], len)?;
+        }
+        self.ahead.store(to, Ordering::Release);
+        Ok(())
+    }
+
     /// The log was cut: nothing of it counts as durable any more.
     pub fn forget(&self) {
         self.durable.store(0, Ordering::Release);
+        self.ahead.store(0, Ordering::Release);
     }
 }
 
@@ -64,6 +98,7 @@ pub fn of(log: &File, path: &std::path::Path) -> Option<InPlace> {
     imp::flush_dir(log, path).map(|flush| InPlace {
         flush,
         durable: AtomicU64::new(0),
+        ahead: AtomicU64::new(0),
     })
 }
 
@@ -106,6 +141,10 @@ mod imp {
             return Err(io::Error::last_os_error());
         }
         Ok(r as u64)
+    }
+
+    pub fn write_at(f: &File, bytes: &[u8], at: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(f, bytes, at)
     }
 
     pub fn write_out(f: &File, end: u64) -> io::Result<()> {
@@ -193,6 +232,9 @@ mod imp {
     pub fn first_hole(_: &File) -> io::Result<u64> {
         Ok(0)
     }
+    pub fn write_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+        Ok(())
+    }
     pub fn write_out(f: &File, _: u64) -> io::Result<()> {
         f.sync_data()
     }
@@ -224,6 +266,7 @@ mod tests {
         let p = InPlace {
             flush: Arc::new(File::open(tmp.path())?),
             durable: AtomicU64::new(0),
+            ahead: AtomicU64::new(0),
         };
         write(&log, 0, 8192)?;
         assert!(!p.sync(&log, 8192)?, "a new log is synced whole");
@@ -254,6 +297,47 @@ mod tests {
 
         p.forget();
         assert!(!p.sync(&log, 4096)?, "forgotten (a commit cut): whole");
+        Ok(())
+    }
+
+    /// Zeros written ahead of a growing log make its next commits rewrites.
+    #[test]
+    fn zeros_ahead_of_a_growing_log_make_its_next_commits_rewrites() -> io::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(tmp.path().join("log"))?;
+        let p = InPlace {
+            flush: Arc::new(File::open(tmp.path())?),
+            durable: AtomicU64::new(0),
+            ahead: AtomicU64::new(0),
+        };
+        let frame = 4120;
+        let mut whole = 0;
+        let mut end = 32;
+        for _ in 0..400 {
+            write(&log, end, frame as usize)?;
+            end += frame;
+            p.extend(&log, end)?;
+            whole += u32::from(!p.sync(&log, end)?);
+            assert!(imp::len(&log)? >= end);
+        }
+        let len = imp::len(&log)?;
+        assert!(
+            len >= end && len <= end + AHEAD + 4096,
+            "{len} bytes for {end}"
+        );
+        // Doubling to 64 KiB, then one every 64 KiB (16 frames or so).
+        assert!(whole <= 32, "{whole} of 400 synced whole");
+        let mut bytes = vec![1u8; (len - end) as usize];
+        log.read_exact_at(&mut bytes, end)?;
+        assert!(bytes.iter().all(|b| *b == 0), "zeros past the log's end");
+        // A commit already inside the zeros writes none.
+        p.extend(&log, end - frame)?;
+        assert_eq!(imp::len(&log)?, len);
         Ok(())
     }
 

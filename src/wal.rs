@@ -21,6 +21,8 @@
 //! That sync is also SQLite's first of a log file it has just created, which
 //! is when it syncs the directory too, so the log's name is durable before
 //! any commit in it is reported: this module needs no directory sync.
+//! On ext4 without a journal, a commit that only rewrites blocks of the log
+//! already synced is synced without the log's inode ([`crate::inplace`]).
 
 use std::fs::{File, OpenOptions};
 use std::os::raw::c_int;
@@ -187,6 +189,11 @@ impl Wal {
                 Some(f)
             }
         };
+        let commit_frame_at = HEADER_BYTES + (frames.max(1) as u64 - 1) * self.frame_bytes;
+        if let (Some(p), Some(f)) = (&self.in_place, &file) {
+            p.extend(f, commit_frame_at + self.frame_bytes)
+                .map_err(|e| Error::io(format!("extend the log {}", self.path.display()), e))?;
+        }
         Ok(Unsynced {
             file,
             in_place: self.in_place.clone(),
@@ -196,7 +203,7 @@ impl Wal {
                 self.frame_bytes,
                 self.shipped.clone(),
             )),
-            commit_frame_at: HEADER_BYTES + (frames.max(1) as u64 - 1) * self.frame_bytes,
+            commit_frame_at,
             checkpoint: frames >= CHECKPOINT_PAGES,
             #[cfg(test)]
             fail_sync: false,

@@ -111,12 +111,13 @@ function creating() {
 }
 
 /**
- * WRITERS workers written again and again: each must hold its last
- * acknowledged value or the one in flight after it. Their logs are rewritten
- * in place once a checkpoint has started them over, or once a round has
- * synced a log the cut left: on ext4 without a journal, those syncs leave the
- * inode out (`stats().syncsInPlace`, the most any `s` line reported, is
- * `inPlace`).
+ * WRITERS workers written again and again, and GROWERS writers moving to a
+ * new worker every so often, so that some log is always growing: each worker
+ * must hold its last acknowledged value or the one in flight after it. Logs
+ * are rewritten in place once a checkpoint has started them over, once a
+ * round has synced a log the cut left, or where zeros were written ahead of
+ * a growing one: on ext4 without a journal, those syncs leave the inode out
+ * (`stats().syncsInPlace`, the most any `s` line reported, is `inPlace`).
  */
 function writing() {
   /** What each worker held at the last check: its value before the round's first acknowledgement. */
@@ -134,6 +135,9 @@ function writing() {
       const ok = last.has(id) ? [last.get(id), last.get(id) + 1] : [found[id] ?? 'none', valueOf(round, 0)];
       return `w ${id} ${ok.join(' ')}`;
     });
+    // The growers' workers, this round's and earlier ones': the last value
+    // acknowledged, or the one in flight after it.
+    for (const [id, v] of out.made) if (!id.startsWith('w')) lines.push(`w ${id} ${v} ${v + 1}`);
     return { inFlight: [], lines };
   };
   out.after = (r) => {
@@ -230,7 +234,8 @@ for (const [j, journal] of [false, true].entries()) {
       t.deepEqual(r.missing.slice(0, 20), [], `${r.where}: workers holding neither their last acknowledged value nor the one in flight`);
       t.deepEqual(r.damage.slice(0, 10), [], `${r.where}: PRAGMA integrity_check`);
     }
-    t.log(`last values: ${JSON.stringify(Object.fromEntries(scenario.made))}; syncs in place: ${scenario.inPlace}`);
+    const rewritten = [...scenario.made].filter(([id]) => id.startsWith('w'));
+    t.log(`last values: ${JSON.stringify(Object.fromEntries(rewritten))}; ${scenario.made.size - rewritten.length} growing workers; syncs in place: ${scenario.inPlace}`);
     // Without a journal the rewritten logs are synced in place (the path
     // under test); with one, fdatasync already leaves a clean inode out.
     if (journal) t.is(scenario.inPlace, 0, 'no sync in place where ext4 has a journal');

@@ -12,8 +12,9 @@
 //     of 64, each written once; to ACK_FILE: `b <b>` as batch b starts, `n <id> <i>` for each
 //     acknowledgement
 //   node powercut-ext4.js write <dir> <round>    Cell workers w0 … w<WRITERS - 1>, each written
-//     again and again, one write after another; to ACK_FILE: `w <id> <value>` for each
-//     acknowledgement, and every 100 `s <stats().syncsInPlace>`
+//     again and again, one write after another, and GROWERS more writers that go on to a new
+//     worker (g<round>-<k>-<n>) every GENERATION writes; to ACK_FILE: `w <id> <value>` for
+//     each acknowledgement, and every 100 `s <stats().syncsInPlace>`
 //   node powercut-ext4.js check <dir> <list>     opens <dir>, reads every worker that an
 //     `n <id> <i>` line of the file <list> names (acknowledged: must hold i) or an `f <id> <i>`
 //     line names (in flight at the cut: i, or nothing, but no error), or a `w <id> <v>…` line
@@ -31,8 +32,11 @@ const { startChild, ackWriter, readAcks, idsOf } = require('./powercut-rounds');
 const TOOLS = ['losetup', 'mkfs.ext4', 'e2fsck', 'mount', 'umount'];
 /** New workers made at once by the child. */
 const BATCH = 64;
-/** Workers the writing child writes to, each one write after another. */
+/** Workers the writing child rewrites, each one write after another. */
 const WRITERS = 4;
+/** Its writers that move to a new worker every GENERATION writes, so that some log is always growing. */
+const GROWERS = 2;
+const GENERATION = 150;
 /** What the writing child writes in round `round` as its `i`th value to a worker. */
 const valueOf = (round, i) => round * 1_000_000 + i;
 /** The image's size (sparse; about 32,000 inodes): room for a soak's thousands of worker files. */
@@ -230,16 +234,15 @@ async function write(dir, round) {
   const { ack, note } = ackWriter();
   const host = await open({ dir });
   let acks = 0;
-  await Promise.all(
-    Array.from({ length: WRITERS }, async (_, k) => {
-      for (let i = 0; ; i++) {
-        const v = valueOf(Number(round), i);
-        await host.get(Cell, `w${k}`).put('v', v);
-        ack(`w w${k} ${v}`);
-        if (++acks % 100 === 0) note(`s ${host.stats().syncsInPlace}`);
-      }
-    }),
-  );
+  const writer = async (idOf) => {
+    for (let i = 0; ; i++) {
+      const v = valueOf(Number(round), i);
+      await host.get(Cell, idOf(i)).put('v', v);
+      ack(`w ${idOf(i)} ${v}`);
+      if (++acks % 100 === 0) note(`s ${host.stats().syncsInPlace}`);
+    }
+  };
+  await Promise.all([...Array.from({ length: WRITERS }, (_, k) => writer(() => `w${k}`)), ...Array.from({ length: GROWERS }, (_, k) => writer((i) => `g${round}-${k}-${Math.floor(i / GENERATION)}`))]);
 }
 
 /** The value of `id`'s Cell, or the error reading it as a string. */
