@@ -666,11 +666,14 @@ mod tests {
         )?;
         after.sync(&path)?;
         let pages = after.pages()?.ok_or(Error::Closed)?;
-        let frames = fs::metadata(layout::sidecars(&path)[0].clone())
-            .map_err(|e| Error::io("stat log", e))?
-            .len()
-            .saturating_sub(32)
-            / (24 + u64::from(pages.page_size));
+        // The log's frames: those carrying its header's salts (zeros may
+        // follow them, written ahead by `inplace`).
+        let log =
+            fs::read(layout::sidecars(&path)[0].clone()).map_err(|e| Error::io("read log", e))?;
+        let frames = log[32..]
+            .chunks_exact(24 + pages.page_size as usize)
+            .take_while(|f| f[8..16] == log[16..24])
+            .count() as u64;
         assert!(
             frames > read.count() as u64,
             "the new log outgrew the old read"
