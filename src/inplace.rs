@@ -20,7 +20,7 @@
 //! above it first, takes a whole `fdatasync` of the log, which then extends
 //! that part. SQLite does not cut a worker's log while its connection is
 //! open (it empties it at close; this crate sets no `journal_size_limit`),
-//! and a log found shorter than that part forgets it all the same.
+//! and a log found shorter than that part is synced whole all the same.
 //!
 //! A log grows until its first checkpoint (about 1.6 MB), and each commit
 //! that grows it would take the inode. So the writer keeps zeros written
@@ -78,7 +78,8 @@ impl InPlace {
         let len = imp::len(log)?;
         let to = (end + step).next_multiple_of(4096);
         if to > len {
-            imp::write_at(log, &ZEROS[..(to - len) as usize], len)?;
+            let n = (to - len).min(ZEROS.len() as u64) as usize;
+            imp::write_at(log, &ZEROS[..n], len)?;
         }
         self.ahead.store(to, Ordering::Release);
         Ok(())
@@ -252,22 +253,28 @@ mod tests {
         f.write_all_at(&vec![7u8; len], at)
     }
 
-    /// The rule, whatever file system the temporary directory is on: only
-    /// bytes inside what a whole sync made durable are synced in place.
-    #[test]
-    fn only_a_rewrite_inside_what_a_whole_sync_made_durable_is_synced_in_place() -> io::Result<()> {
-        let tmp = tempfile::tempdir()?;
+    /// An empty log in `dir`, flushed through `dir` whatever its file system.
+    fn log_in(dir: &std::path::Path) -> io::Result<(File, InPlace)> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)
             .read(true)
             .write(true)
-            .open(tmp.path().join("log"))?;
+            .open(dir.join("log"))?;
         let p = InPlace {
-            flush: Arc::new(File::open(tmp.path())?),
+            flush: Arc::new(File::open(dir)?),
             durable: AtomicU64::new(0),
             ahead: AtomicU64::new(0),
         };
+        Ok((log, p))
+    }
+
+    /// The rule, whatever file system the temporary directory is on: only
+    /// bytes inside what a whole sync made durable are synced in place.
+    #[test]
+    fn only_a_rewrite_inside_what_a_whole_sync_made_durable_is_synced_in_place() -> io::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let (log, p) = log_in(tmp.path())?;
         write(&log, 0, 8192)?;
         assert!(!p.sync(&log, 8192)?, "a new log is synced whole");
         write(&log, 0, 4096)?;
@@ -304,17 +311,7 @@ mod tests {
     #[test]
     fn zeros_ahead_of_a_growing_log_make_its_next_commits_rewrites() -> io::Result<()> {
         let tmp = tempfile::tempdir()?;
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(tmp.path().join("log"))?;
-        let p = InPlace {
-            flush: Arc::new(File::open(tmp.path())?),
-            durable: AtomicU64::new(0),
-            ahead: AtomicU64::new(0),
-        };
+        let (log, p) = log_in(tmp.path())?;
         let frame = 4120;
         let mut whole = 0;
         let mut end = 32;

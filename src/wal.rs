@@ -191,8 +191,9 @@ impl Wal {
         };
         let commit_frame_at = HEADER_BYTES + (frames.max(1) as u64 - 1) * self.frame_bytes;
         if let (Some(p), Some(f)) = (&self.in_place, &file) {
-            p.extend(f, commit_frame_at + self.frame_bytes)
-                .map_err(|e| Error::io(format!("extend the log {}", self.path.display()), e))?;
+            // The commit stands whatever happens to the zeros: without them
+            // (a disk too full) the next commits grow the log, synced whole.
+            let _ = p.extend(f, commit_frame_at + self.frame_bytes);
         }
         Ok(Unsynced {
             file,

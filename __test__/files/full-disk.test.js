@@ -25,6 +25,10 @@ class Box extends DurableWorker {
   async read() {
     return { keys: this.state.keys(), docs: await this.state.collection('docs').count() };
   }
+
+  async get(key) {
+    return this.state.get(key);
+  }
 }
 
 /** Mounts a tmpfs of `mb` MiB; null (with the reason) where mounting is refused. */
@@ -134,4 +138,84 @@ if (refused !== null) console.log(`files/full-disk: skipped: this machine refuse
       t.is(execFileSync('sqlite3', [path.join(dir, 'Box', sub, f), 'PRAGMA integrity_check'], { encoding: 'utf8' }), 'ok\n');
     }
   }
+});
+
+/**
+ * Mounts a fresh ext4 image of `mb` MiB without a journal (the file system on
+ * which logs are synced in place, with zeros written ahead of a growing one),
+ * on a loop device; null (with the reason) where that is refused.
+ */
+function mountExt4(t, mb) {
+  const m = attachExt4(mb);
+  if (m.dir !== null) t.teardown(m.undo);
+  return m;
+}
+
+/** mountExt4's mount, with its undo; { dir: null, why } where refused. */
+function attachExt4(mb) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-full-ext4-'));
+  const image = `${dir}.img`;
+  let dev = null;
+  const undo = () => {
+    try {
+      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+    } catch {}
+    if (dev !== null) execFileSync('losetup', ['-d', dev], { stdio: 'pipe' });
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(image, { force: true });
+  };
+  try {
+    fs.writeFileSync(image, '');
+    fs.truncateSync(image, mb << 20);
+    execFileSync('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', image], { stdio: 'pipe' });
+    dev = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8', stdio: 'pipe' }).trim();
+    execFileSync('mount', ['-t', 'ext4', dev, dir], { stdio: 'pipe' });
+  } catch (err) {
+    undo();
+    return { dir: null, why: String(err.stderr || err.message).trim() };
+  }
+  return { dir, why: null, undo };
+}
+
+/** Why no ext4 image can be mounted here (decided once, when the file loads), or null. */
+function cannotMountExt4() {
+  if (refused !== null) return `no tmpfs either (${refused})`;
+  const m = attachExt4(8);
+  if (m.dir === null) return m.why;
+  m.undo();
+  return null;
+}
+const ext4Refused = cannotMountExt4();
+if (ext4Refused !== null) console.log(`files/full-disk: the ext4 test is skipped: no ext4 image can be mounted here (${ext4Refused})`);
+
+(ext4Refused === null ? test.serial : test.serial.skip)('on a full ext4 without a journal, a commit whose zeros ahead do not fit stands, and a write that fails leaves nothing behind', async (t) => {
+  const { dir: mnt, why } = mountExt4(t, 8);
+  if (mnt === null) throw new Error(`an ext4 image mounted once, then not: ${why}`);
+  const dir = path.join(mnt, 'data');
+  let host = await open({ dir });
+  const a = host.get(Box, 'a');
+  // A log with zeros written ahead of it (its first write made the file).
+  for (let i = 0; i < 10; i++) await a.put('n', -i);
+  const filler = fill(mnt);
+  // Room for a few frames, not for the zeros written ahead past them.
+  fs.truncateSync(filler, fs.statSync(filler).size - 12 * 1024);
+  let acked = 0;
+  let failed = null;
+  for (let i = 1; i <= 2000 && failed === null; i++) {
+    try {
+      await a.put('n', i);
+      acked = i;
+    } catch (err) {
+      failed = err;
+    }
+  }
+  t.log(`${acked} writes acknowledged on the full disk, ${host.stats().syncsInPlace} synced in place; then ${failed?.code}: ${failed?.message}`);
+  t.true(acked > 1, 'commits whose frames fit stand, though their zeros ahead did not');
+  t.true(host.stats().syncsInPlace > 0, 'the log was synced in place (ext4 without a journal)');
+  t.is(failed?.code, 'ERR_DURABLE_IO', 'once the frames do not fit either, the write fails');
+  fs.rmSync(filler);
+  await host.close();
+  host = await open({ dir });
+  t.teardown(() => host.close());
+  t.is(await host.get(Box, 'a').get('n'), acked, 'the last acknowledged write, not the one that failed');
 });

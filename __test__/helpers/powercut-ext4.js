@@ -227,7 +227,7 @@ async function create(dir, round) {
   }
 }
 
-/** The child: WRITERS workers written one write after another each, until it is killed. */
+/** The child: WRITERS workers rewritten and GROWERS writers moving on to new ones, one write after another each, until it is killed. */
 async function write(dir, round) {
   const { open } = require('../..');
   const { Cell } = require('./powercut-workers');
