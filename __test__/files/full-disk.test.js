@@ -10,6 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { open, DurableWorker } = require('../..');
+const { mkfs, attachImage } = require('../helpers/powercut-ext4');
 
 class Box extends DurableWorker {
   static collections = { docs: { n: 'integer' } };
@@ -155,26 +156,18 @@ function mountExt4(t, mb) {
 function attachExt4(mb) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dw-full-ext4-'));
   const image = `${dir}.img`;
-  let dev = null;
-  const undo = () => {
-    try {
-      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
-    } catch {}
-    if (dev !== null) execFileSync('losetup', ['-d', dev], { stdio: 'pipe' });
+  const remove = () => {
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(image, { force: true });
   };
   try {
-    fs.writeFileSync(image, '');
-    fs.truncateSync(image, mb << 20);
-    execFileSync('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', image], { stdio: 'pipe' });
-    dev = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8', stdio: 'pipe' }).trim();
-    execFileSync('mount', ['-t', 'ext4', dev, dir], { stdio: 'pipe' });
+    mkfs(image, mb << 20, { journal: false });
+    const a = attachImage(image, dir);
+    return { dir, why: null, undo: () => (a.detach(), remove()) };
   } catch (err) {
-    undo();
-    return { dir: null, why: String(err.stderr || err.message).trim() };
+    remove();
+    return { dir: null, why: err.message.trim() };
   }
-  return { dir, why: null, undo };
 }
 
 /** Why no ext4 image can be mounted here (decided once, when the file loads), or null. */

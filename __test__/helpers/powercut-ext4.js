@@ -99,10 +99,15 @@ function run(tool, args, ok = [0]) {
  * @param {import('./powercut').Mount} m
  */
 async function makeImage(m, image, { journal }) {
-  fs.writeFileSync(image, '');
-  fs.truncateSync(image, IMAGE_BYTES);
-  run('mkfs.ext4', ['-q', '-F', ...(journal ? [] : ['-O', '^has_journal']), image]);
+  mkfs(image, IMAGE_BYTES, { journal });
   await m.sync();
+}
+
+/** Makes a sparse ext4 image of `bytes` at `image`, with a journal or without. */
+function mkfs(image, bytes, { journal }) {
+  fs.writeFileSync(image, '');
+  fs.truncateSync(image, bytes);
+  run('mkfs.ext4', ['-q', '-F', ...(journal ? [] : ['-O', '^has_journal']), image]);
 }
 
 /** What attach() made and detach() has not undone yet. */
@@ -129,17 +134,34 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
  * @returns {{ dev: string, mnt: string, detach: () => string[] }}
  */
 function attach(t, image, mnt, options) {
+  let a = null;
+  // First: once the test has ended (timed out), this throws, before anything is attached.
+  t.teardown(() => a?.detach());
+  a = attachImage(image, mnt, options);
+  return a;
+}
+
+/**
+ * attach() for code that is not a test (a probe at load time): throws if the
+ * image cannot be attached or mounted, with nothing left attached; otherwise
+ * the caller detaches, or the process's exit does.
+ * @returns {{ dev: string, mnt: string, detach: () => string[] }}
+ */
+function attachImage(image, mnt, options) {
   fs.mkdirSync(mnt, { recursive: true });
   const a = { dev: undefined, mnt, mounted: false, attached: false };
   a.detach = () => detach(a);
-  // First: once the test has ended (timed out), this throws, before anything is attached.
-  t.teardown(() => a.detach());
   live.add(a);
-  a.dev = run('losetup', ['-f', '--show', image]).output;
-  a.attached = true;
-  // errors=continue whatever the image's default: a cut's I/O errors must never panic the machine.
-  run('mount', ['-t', 'ext4', '-o', ['errors=continue', options].filter(Boolean).join(','), a.dev, mnt]);
-  a.mounted = true;
+  try {
+    a.dev = run('losetup', ['-f', '--show', image]).output;
+    a.attached = true;
+    // errors=continue whatever the image's default: a cut's I/O errors must never panic the machine.
+    run('mount', ['-t', 'ext4', '-o', ['errors=continue', options].filter(Boolean).join(','), a.dev, mnt]);
+    a.mounted = true;
+  } catch (err) {
+    detach(a);
+    throw err;
+  }
   return a;
 }
 
@@ -305,4 +327,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { BATCH, WRITERS, valueOf, ext4Available, makeImage, attach, fsck, readAcks, startCreator, startWriter, checkWorkers };
+module.exports = { BATCH, WRITERS, valueOf, ext4Available, makeImage, mkfs, attach, attachImage, fsck, readAcks, startCreator, startWriter, checkWorkers };
