@@ -245,8 +245,10 @@ impl WorkerFile {
         let tmp = PathBuf::from(tmp);
         // A leftover from a crash mid-create is an unfinished file: truncated
         // and written over.
-        crate::files::write_file(&tmp, &image, true)
-            .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
+        crate::files::write_file_then(&tmp, &image, false, |f| {
+            crate::files::sync_new_file(f, parent)
+        })
+        .map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
         // A log left at the target would be replayed into the new file: a
         // delete cut short by a power loss can keep the unlink of a worker's
         // file and lose that of its log. Its removal is synced with the rename.

@@ -114,14 +114,13 @@ pub(crate) fn make_durable_if_replayed(path: &Path) -> Result<u64> {
     if !creation_sized || !std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_HEADER_BYTES) {
         return Ok(0);
     }
+    let dir = path.parent().unwrap_or(Path::new("."));
     for file in [&wal, path] {
         std::fs::File::open(file)
-            .and_then(|f| f.sync_all())
+            .and_then(|f| crate::files::sync_new_file(&f, dir))
             .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
     }
-    if let Some(dir) = path.parent() {
-        crate::files::sync_dir(dir)?;
-    }
+    crate::files::sync_dir(dir)?;
     Ok(3)
 }
 

@@ -298,10 +298,10 @@ impl Object {
     fn sync(&self, written: &Written) -> Result<()> {
         let first = self.file_unsynced.load(Ordering::Acquire);
         if first {
-            std::fs::File::open(&self.path)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("sync {}", self.path.display()), e))?;
             if let Some(dir) = self.path.parent() {
+                std::fs::File::open(&self.path)
+                    .and_then(|f| crate::files::sync_new_file(&f, dir))
+                    .map_err(|e| Error::io(format!("sync {}", self.path.display()), e))?;
                 sync_dir(dir)?;
             }
             self.file_unsynced.store(false, Ordering::Release);
