@@ -229,10 +229,22 @@ static ENTRY_SYNCS: [parking_lot::Mutex<()>; ENTRY_STRIPES] =
 /// returned: `files/powercut-ext4` found an acknowledged new worker's file
 /// unattached (its inode written, its name not) about once in ten rounds.
 /// The first `fsync` of a new file syncs its directory's blocks the same
-/// way, so it takes the lock too ([`sync_new_file`]).
+/// way, so it takes the lock too ([`sync_new_file`], and SQLite's first sync
+/// of a new log, `log_files`). A directory is known by its device and inode,
+/// so any path to it takes the same stripe.
 pub fn entry_syncs(dir: &Path) -> parking_lot::MutexGuard<'static, ()> {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
+    #[cfg(unix)]
+    match fs::metadata(dir) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino()).hash(&mut h)
+        }
+        // A directory that cannot be read has no entries to sync.
+        Err(_) => dir.hash(&mut h),
+    }
+    #[cfg(not(unix))]
     dir.hash(&mut h);
     ENTRY_SYNCS[(h.finish() % ENTRY_STRIPES as u64) as usize].lock()
 }
@@ -292,6 +304,33 @@ mod tests {
         drop(first);
         assert!(rx.recv_timeout(wait * 50).is_ok(), "the second never ran");
         assert!(second.join().is_ok());
+    }
+
+    /// SQLite names a log's directory its own way (absolute, links
+    /// resolved): any path to one directory takes the same lock.
+    #[cfg(unix)]
+    #[test]
+    fn every_path_to_a_directory_takes_its_one_lock() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let dir = tmp.path().join("3f");
+        fs::create_dir(&dir).map_err(|e| Error::io("mkdir", e))?;
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).map_err(|e| Error::io("symlink", e))?;
+        let first = entry_syncs(&dir);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let second = std::thread::spawn(move || {
+            let _alone = entry_syncs(&link.join("."));
+            let _ = tx.send(());
+        });
+        let wait = std::time::Duration::from_millis(100);
+        assert!(
+            rx.recv_timeout(wait).is_err(),
+            "another path to it did not wait"
+        );
+        drop(first);
+        assert!(rx.recv_timeout(wait * 50).is_ok());
+        assert!(second.join().is_ok());
+        Ok(())
     }
 
     #[test]

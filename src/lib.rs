@@ -20,7 +20,7 @@
 //! Layout: [`layout`] paths, [`store`] a worker file, [`cache`] its page cache, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`wal`] a worker's log synced after its
-//! commit, [`sqlite`] connection settings, `shm` a worker's WAL index (Linux),
+//! commit, [`sqlite`] connection settings, `shm` a worker's WAL index (Linux), `log_files` its log's first sync (Linux),
 //! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
@@ -38,6 +38,8 @@ pub mod files;
 pub mod handles;
 pub mod inplace;
 pub mod layout;
+#[cfg(target_os = "linux")]
+pub mod log_files;
 pub mod napi;
 pub mod object;
 pub mod repair;

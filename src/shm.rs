@@ -56,6 +56,8 @@ struct Wrapped {
 
 /// Where the system VFS's file starts inside ours (16-aligned for any field).
 const REAL_AT: usize = (std::mem::size_of::<Wrapped>() + 15) & !15;
+// A log's wrapper fits the size registered for a main database's.
+const _: () = assert!(crate::log_files::REAL_AT <= REAL_AT);
 
 struct Registered {
     system: *mut ffi::sqlite3_vfs,
@@ -127,10 +129,11 @@ unsafe extern "C" fn x_open(
         let Some(open) = system.as_ref().and_then(|s| s.xOpen) else {
             return ffi::SQLITE_CANTOPEN;
         };
-        // Only a main database has a WAL index; any other file is the system's
-        // own, in place (our size is larger than its).
+        // Only a main database has a WAL index; a log or journal has its
+        // first sync made under its directory's entry lock, and any other
+        // file is the system's own, in place (our size is larger than its).
         if flags & ffi::SQLITE_OPEN_MAIN_DB == 0 {
-            return open(system, name, f, flags, out_flags);
+            return crate::log_files::open(system, name, f, flags, out_flags);
         }
         let w = f.cast::<Wrapped>();
         (*w).base.pMethods = ptr::null();
