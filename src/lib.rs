@@ -20,8 +20,8 @@
 //! Layout: [`layout`] paths, [`store`] a worker file, [`cache`] its page cache, [`collections`] its collections,
 //! [`catalog`] the registry, [`evict`] the live set, [`engine`] a directory,
 //! [`committer`] the commit threads, [`wal`] a worker's log synced after its
-//! commit, [`sqlite`] connection settings, `shm` a worker's WAL index (Linux), `log_files` its log's first sync (Linux),
-//! [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
+//! commit, [`sqlite`] connection settings, `shm` a worker's WAL index (Linux),
+//! `log_files` its log's first sync (Linux), [`files`] directories made and synced, [`repair`] rebuilding a catalog from worker files, [`error`] the one error
 //! type and its codes, [`napi`] the napi surface.
 
 pub mod archive;

@@ -62,15 +62,12 @@ pub unsafe fn open(
         };
         let syncs_dir =
             ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_SUPER_JOURNAL;
-        let dir = (!name.is_null())
+        let created_log = flags & syncs_dir != 0 && flags & ffi::SQLITE_OPEN_CREATE != 0;
+        let dir = (created_log && !name.is_null())
             .then(|| Path::new(std::ffi::OsStr::from_bytes(CStr::from_ptr(name).to_bytes())))
             .and_then(Path::parent)
             .map(Path::to_path_buf);
-        let (Some(dir), true, true) = (
-            dir,
-            flags & syncs_dir != 0,
-            flags & ffi::SQLITE_OPEN_CREATE != 0,
-        ) else {
+        let Some(dir) = dir else {
             return sys_open(system, name, f, flags, out_flags);
         };
         let log = f.cast::<Log>();
