@@ -22,6 +22,8 @@ use std::ptr;
 
 use rusqlite::ffi;
 
+use crate::shm::forward;
+
 /// Our part of an open log or journal; the system VFS's file follows it at
 /// [`REAL_AT`].
 #[repr(C)]
@@ -84,22 +86,6 @@ pub unsafe fn open(
         }
         rc
     }
-}
-
-/// Forwards a method to the system VFS's file.
-macro_rules! forward {
-    ($name:ident, $method:ident, ($($arg:ident: $ty:ty),*)) => {
-        unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
-            // SAFETY: see "Safety" at the top of this module.
-            unsafe {
-                let inner = real(f);
-                match (*(*inner).pMethods).$method {
-                    Some(m) => m(inner $(, $arg)*),
-                    None => ffi::SQLITE_IOERR,
-                }
-            }
-        }
-    };
 }
 
 forward!(x_read, xRead, (buf: *mut c_void, n: c_int, at: ffi::sqlite3_int64));

@@ -149,7 +149,8 @@ unsafe extern "C" fn x_open(
     }
 }
 
-/// Forwards a method to the system VFS's file.
+/// Forwards a method to the system VFS's file, found by the `real` of the
+/// module it is used in (`log_files` uses it too).
 macro_rules! forward {
     ($name:ident, $method:ident, ($($arg:ident: $ty:ty),*)) => {
         unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
@@ -164,6 +165,7 @@ macro_rules! forward {
         }
     };
 }
+pub(crate) use forward;
 
 forward!(x_read, xRead, (buf: *mut c_void, n: c_int, at: ffi::sqlite3_int64));
 forward!(sys_write, xWrite, (buf: *const c_void, n: c_int, at: ffi::sqlite3_int64));
