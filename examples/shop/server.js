@@ -101,7 +101,9 @@ function readJson(req) {
   // and listeners a request, for a body that fits one chunk.
   return new Promise((resolve, reject) => {
     let size = 0;
+    /** @type {Buffer[]} */
     const chunks = [];
+    /** @param {Buffer} chunk */
     const onData = (chunk) => {
       size += chunk.length;
       if (size <= MAX_BODY) return void chunks.push(chunk);
