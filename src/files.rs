@@ -257,6 +257,17 @@ pub fn sync_new_file(file: &fs::File, dir: &Path) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// Makes files just created in `dir` durable with their names: each one's
+/// first sync ([`sync_new_file`]), then the directory's.
+pub fn sync_new_files_in(dir: &Path, files: &[&Path]) -> Result<()> {
+    for file in files {
+        fs::File::open(file)
+            .and_then(|f| sync_new_file(&f, dir))
+            .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
+    }
+    sync_dir(dir)
+}
+
 /// Windows opens no directory as a file to flush; NTFS journals its metadata,
 /// so a created or renamed entry is durable with the file's own flush.
 #[cfg(not(unix))]
@@ -290,20 +301,27 @@ pub fn read_exact_at(file: &fs::File, mut buf: &mut [u8], mut offset: u64) -> st
 mod tests {
     use super::*;
 
-    /// A second sync of a directory's entries waits for the first to end.
-    #[test]
-    fn syncs_of_one_directory_s_entries_are_made_one_at_a_time() {
-        let first = entry_syncs(Path::new("/data/Cart/3f"));
+    /// Whether taking [`entry_syncs`] for `second`, on another thread, waits
+    /// while it is held for `first`, then goes ahead once it is released.
+    fn waits_for(first: &Path, second: std::path::PathBuf) -> bool {
+        let held = entry_syncs(first);
         let (tx, rx) = std::sync::mpsc::channel();
-        let second = std::thread::spawn(move || {
-            let _alone = entry_syncs(Path::new("/data/Cart/3f"));
+        let other = std::thread::spawn(move || {
+            let _alone = entry_syncs(&second);
             let _ = tx.send(());
         });
         let wait = std::time::Duration::from_millis(100);
-        assert!(rx.recv_timeout(wait).is_err(), "the second did not wait");
-        drop(first);
-        assert!(rx.recv_timeout(wait * 50).is_ok(), "the second never ran");
-        assert!(second.join().is_ok());
+        let waited = rx.recv_timeout(wait).is_err();
+        drop(held);
+        let ran = rx.recv_timeout(wait * 50).is_ok();
+        other.join().is_ok() && waited && ran
+    }
+
+    /// A second sync of a directory's entries waits for the first to end.
+    #[test]
+    fn syncs_of_one_directory_s_entries_are_made_one_at_a_time() {
+        let dir = Path::new("/data/Cart/3f");
+        assert!(waits_for(dir, dir.to_path_buf()));
     }
 
     /// SQLite names a log's directory its own way (absolute, links
@@ -316,20 +334,10 @@ mod tests {
         fs::create_dir(&dir).map_err(|e| Error::io("mkdir", e))?;
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&dir, &link).map_err(|e| Error::io("symlink", e))?;
-        let first = entry_syncs(&dir);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let second = std::thread::spawn(move || {
-            let _alone = entry_syncs(&link.join("."));
-            let _ = tx.send(());
-        });
-        let wait = std::time::Duration::from_millis(100);
         assert!(
-            rx.recv_timeout(wait).is_err(),
+            waits_for(&dir, link.join(".")),
             "another path to it did not wait"
         );
-        drop(first);
-        assert!(rx.recv_timeout(wait * 50).is_ok());
-        assert!(second.join().is_ok());
         Ok(())
     }
 

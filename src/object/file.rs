@@ -115,12 +115,7 @@ pub(crate) fn make_durable_if_replayed(path: &Path) -> Result<u64> {
         return Ok(0);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    for file in [&wal, path] {
-        std::fs::File::open(file)
-            .and_then(|f| crate::files::sync_new_file(&f, dir))
-            .map_err(|e| Error::io(format!("sync {}", file.display()), e))?;
-    }
-    crate::files::sync_dir(dir)?;
+    crate::files::sync_new_files_in(dir, &[&wal, path])?;
     Ok(3)
 }
 

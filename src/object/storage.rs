@@ -14,7 +14,6 @@ use crate::backup::{waited_too_long, Image, UNSYNCED_WAIT};
 use crate::catalog::Op;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::files::sync_dir;
 use crate::layout;
 use crate::wal::Pages;
 
@@ -298,12 +297,8 @@ impl Object {
     fn sync(&self, written: &Written) -> Result<()> {
         let first = self.file_unsynced.load(Ordering::Acquire);
         if first {
-            if let Some(dir) = self.path.parent() {
-                std::fs::File::open(&self.path)
-                    .and_then(|f| crate::files::sync_new_file(&f, dir))
-                    .map_err(|e| Error::io(format!("sync {}", self.path.display()), e))?;
-                sync_dir(dir)?;
-            }
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            crate::files::sync_new_files_in(dir, &[&self.path])?;
             self.file_unsynced.store(false, Ordering::Release);
         }
         if written.unsynced.sync(&self.path)? {
